@@ -1,0 +1,153 @@
+import CSQLCipher
+
+/// How a transaction takes its locks.
+///
+/// See [BEGIN TRANSACTION](https://www.sqlite.org/lang_transaction.html).
+public enum TransactionKind: String, Sendable {
+    /// Locks are taken when first needed: a read lock at the first read, the write lock at the first write. A
+    /// deferred transaction that reads and then writes can fail with `SQLITE_BUSY` at the write.
+    case deferred = "DEFERRED"
+    /// The write lock is taken at BEGIN, so the transaction cannot fail later for lack of it. The default.
+    case immediate = "IMMEDIATE"
+    /// Like immediate; in rollback-journal mode it also keeps readers out.
+    case exclusive = "EXCLUSIVE"
+}
+
+extension Connection {
+    /// Runs `body` in a transaction: commits when it returns, rolls back when it throws.
+    ///
+    /// ```swift
+    /// try db.transaction {
+    ///     try db.execute("UPDATE account SET balance = balance - ? WHERE id = ?", 10, 1)
+    ///     try db.execute("UPDATE account SET balance = balance + ? WHERE id = ?", 10, 2)
+    /// }
+    /// ```
+    ///
+    /// - When COMMIT itself fails (a deferred foreign key violation, `SQLITE_BUSY`), the transaction is rolled back
+    ///   and COMMIT's error is thrown: the caller never has to clean up a half-open transaction.
+    /// - `body` must not end the transaction itself. If it runs COMMIT or ROLLBACK, what it did up to then stays
+    ///   committed or rolled back, statements after it ran outside any transaction, and `transaction` throws
+    ///   ``DatabaseError/transactionMisuse`` when the body returns (or rethrows the body's own error).
+    /// - Transactions do not nest: calling `transaction` inside one throws ``DatabaseError/transactionMisuse``; use
+    ///   ``savepoint(_:_:)`` for a nested unit that can roll back alone.
+    ///
+    /// - Parameters:
+    ///   - kind: Immediate by default, so a write transaction never fails half-way for lack of the write lock.
+    ///   - body: The work; its return value is returned.
+    /// - Throws: `body`'s error (after the rollback), the BEGIN or COMMIT error, or
+    ///   ``DatabaseError/transactionMisuse``.
+    public func transaction<T>(_ kind: TransactionKind = .immediate, _ body: () throws -> T) throws -> T {
+        if isInsideTransaction {
+            throw DatabaseError(
+                kind: .transactionMisuse, code: DatabaseError.SQLITE_MISUSE,
+                message: "a transaction is already open; transactions do not nest (use savepoint(_:_:) instead)")
+        }
+        try execute("BEGIN \(kind.rawValue) TRANSACTION")
+        let result: T
+        do {
+            result = try body()
+        } catch {
+            rollbackIfActive()
+            throw error
+        }
+        guard isInsideTransaction else {
+            throw DatabaseError(
+                kind: .transactionMisuse, code: DatabaseError.SQLITE_MISUSE,
+                message: "the transaction was ended by its own body (COMMIT or ROLLBACK inside transaction {});"
+                    + " statements after it ran outside the transaction")
+        }
+        do {
+            try execute("COMMIT TRANSACTION")
+        } catch {
+            rollbackIfActive()
+            throw error
+        }
+        return result
+    }
+
+    /// Runs `body` inside a savepoint: released when it returns, rolled back (alone) when it throws.
+    ///
+    /// Savepoints nest, inside or outside a transaction; outside one, the outermost savepoint acts as a deferred
+    /// transaction.
+    ///
+    /// ```swift
+    /// try db.transaction {
+    ///     try db.execute("INSERT INTO log(line) VALUES ('kept')")
+    ///     try? db.savepoint {
+    ///         try db.execute("INSERT INTO log(line) VALUES ('undone')")
+    ///         throw CancellationError()
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - name: The savepoint's name (any text; it is quoted); a unique name by default.
+    ///   - body: The work.
+    /// - Throws: `body`'s error after rolling back to the savepoint, or the SAVEPOINT / RELEASE error.
+    ///
+    /// See [SAVEPOINT](https://www.sqlite.org/lang_savepoint.html).
+    public func savepoint<T>(_ name: String? = nil, _ body: () throws -> T) throws -> T {
+        savepointCount += 1
+        let quotedName = Self.quoteIdentifier(name ?? "sqlcipherkit_savepoint_\(savepointCount)")
+        try execute("SAVEPOINT \(quotedName)")
+        let result: T
+        do {
+            result = try body()
+        } catch {
+            // ROLLBACK TO keeps the savepoint open; RELEASE closes it (and the transaction it may have started).
+            if isInsideTransaction {
+                try? execute("ROLLBACK TO SAVEPOINT \(quotedName)")
+                try? execute("RELEASE SAVEPOINT \(quotedName)")
+            }
+            throw error
+        }
+        do {
+            try execute("RELEASE SAVEPOINT \(quotedName)")
+        } catch {
+            if isInsideTransaction {
+                try? execute("ROLLBACK TO SAVEPOINT \(quotedName)")
+                try? execute("RELEASE SAVEPOINT \(quotedName)")
+            }
+            throw error
+        }
+        return result
+    }
+
+    /// Starts a transaction; pair it with ``commit()`` or ``rollback()``. Prefer ``transaction(_:_:)``.
+    public func beginTransaction(_ kind: TransactionKind = .immediate) throws {
+        try execute("BEGIN \(kind.rawValue) TRANSACTION")
+    }
+
+    /// Commits the open transaction.
+    public func commit() throws {
+        try execute("COMMIT TRANSACTION")
+    }
+
+    /// Rolls back the open transaction.
+    public func rollback() throws {
+        try execute("ROLLBACK TRANSACTION")
+    }
+
+    private func rollbackIfActive() {
+        // SQLite may already have rolled back by itself (SQLITE_FULL, SQLITE_IOERR, SQLITE_BUSY, SQLITE_NOMEM).
+        if isInsideTransaction {
+            try? execute("ROLLBACK TRANSACTION")
+        }
+    }
+
+    /// Quotes an identifier for SQL: `"name"` with embedded quotes doubled.
+    public static func quoteIdentifier(_ name: String) -> String {
+        "\"" + name.replacingAll("\"", with: "\"\"") + "\""
+    }
+}
+
+extension String {
+    func replacingAll(_ target: Character, with replacement: String) -> String {
+        var result = ""
+        result.reserveCapacity(count)
+        for character in self {
+            if character == target { result += replacement } else { result.append(character) }
+        }
+        return result
+    }
+}

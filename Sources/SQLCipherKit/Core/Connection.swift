@@ -1,0 +1,475 @@
+import CSQLCipher
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A connection to a SQLite database, encrypted by SQLCipher unless explicitly asked not to be.
+///
+/// ```swift
+/// let db = try Connection(path: "notes.db", key: key)      // opens or creates; the key is verified on open
+/// try db.execute("CREATE TABLE IF NOT EXISTS note(id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+/// try db.transaction {
+///     let insert = try db.prepare("INSERT INTO note(body) VALUES (?)")
+///     for body in ["one", "two"] { try insert.run(body) }
+/// }
+/// for row in try db.query("SELECT id, body FROM note WHERE id > ?", 0) {
+///     let id: Int64 = try row[0]
+///     let body: String = try row["body"]
+/// }
+/// ```
+///
+/// Opening an existing file reads its first page, so a wrong key, a plaintext file opened with a key, an encrypted
+/// file opened without one, and a file that is not a database each fail at once with a distinct
+/// ``DatabaseError/Kind`` (and the handle is closed). `temp_store` is forced to MEMORY, since SQLCipher writes
+/// temporary files in plaintext.
+///
+/// A connection must be used from one thread at a time (it is not `Sendable`); ``interruptHandle`` is the one part
+/// that may be used from another thread. It closes when ``close()`` is called or when it is released.
+///
+/// See [Database Connection Handle](https://www.sqlite.org/c3ref/sqlite3.html).
+public final class Connection {
+    @usableFromInline
+    let handle: ConnectionHandle
+
+    /// The raw `sqlite3*`, or `nil` once closed. Do not close it yourself.
+    public var sqliteConnection: OpaquePointer? { handle.sqliteConnection }
+
+    /// The path (or URI) the connection was opened with.
+    public let path: String
+
+    /// The options the connection was opened with.
+    public let options: OpenOptions
+
+    /// `true` when the connection was opened with a key.
+    public let isEncrypted: Bool
+
+    /// The cipher settings the connection was opened with.
+    public let cipherSettings: CipherSettings
+
+    @usableFromInline
+    var statementCache: StatementCache
+
+    var savepointCount = 0
+
+    // MARK: - Opening
+
+    /// Opens (or creates) an encrypted database with a key.
+    ///
+    /// - Parameters:
+    ///   - path: A file path, or a `file:` URI when `options.isURI` is set.
+    ///   - key: The key; a raw key avoids the key derivation cost.
+    ///   - settings: Cipher settings; the same must be given at every open of the file.
+    ///   - options: Open mode, busy timeout, statement cache size.
+    /// - Throws: ``DatabaseError/wrongKey``, ``DatabaseError/notEncrypted`` (the file is plaintext),
+    ///   ``DatabaseError/notADatabase``, ``DatabaseError/unsupportedByEngine`` (a setting this SQLCipher lacks), or
+    ///   a SQLite error such as `SQLITE_CANTOPEN`.
+    public convenience init(
+        path: String, key: EncryptionKey, settings: CipherSettings = .engineDefault, options: OpenOptions = .init()
+    ) throws {
+        try self.init(path: path, encryption: .key(key, settings: settings), options: options)
+    }
+
+    /// Opens (or creates) a database, encrypted or, with ``Encryption/none``, plaintext.
+    ///
+    /// - Throws: See ``init(path:key:settings:options:)``; with ``Encryption/none``, ``DatabaseError/missingKey``
+    ///   when the file is not a plaintext database (probably encrypted).
+    public init(path: String, encryption: Encryption, options: OpenOptions = .init()) throws {
+        try SQLCipher.requireSQLCipher()
+        if encryption.key == nil && !encryption.settings.isEngineDefault {
+            throw DatabaseError(
+                kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
+                message: "cipher settings were given without a key; a plaintext database has no cipher settings")
+        }
+        var flags = options.mode.flags | SQLITE_OPEN_NOMUTEX
+        if options.isURI { flags |= SQLITE_OPEN_URI }
+        var sqliteConnection: OpaquePointer?
+        let code = sqlite3_open_v2(path, &sqliteConnection, flags, nil)
+        guard code == SQLITE_OK, let sqliteConnection else {
+            var error = DatabaseError.sqlite(code: code, connection: sqliteConnection)
+            error = DatabaseError(
+                kind: error.kind, code: error.extendedResultCode, message: "\(error.message) (path: \(path))")
+            sqlite3_close(sqliteConnection)
+            throw error
+        }
+        self.handle = ConnectionHandle(sqliteConnection)
+        self.path = path
+        self.options = options
+        self.isEncrypted = encryption.key != nil
+        self.cipherSettings = encryption.settings
+        self.statementCache = StatementCache(capacity: options.statementCacheCapacity)
+        do {
+            sqlite3_extended_result_codes(sqliteConnection, 1)
+            try setUp(encryption: encryption)
+        } catch {
+            handle.close()
+            throw error
+        }
+    }
+
+    /// Opens a private in-memory database. Nothing is written to disk.
+    ///
+    /// SQLCipher does not encrypt memory databases; a key is accepted (backups between an encrypted file and
+    /// memory need both sides keyed on SQLCipher 4) but protects nothing.
+    public static func inMemory(encryption: Encryption = .none, options: OpenOptions = .init()) throws -> Connection {
+        try Connection(path: ":memory:", encryption: encryption, options: options)
+    }
+
+    /// Opens a private temporary database, deleted when closed. With SQLCipher's `TEMP_STORE` build setting it
+    /// lives in memory.
+    public static func temporary(options: OpenOptions = .init()) throws -> Connection {
+        try Connection(path: "", encryption: .none, options: options)
+    }
+
+    deinit {
+        handle.close()
+    }
+
+    /// Closes the connection. Statements still referenced elsewhere are finalized (later use throws
+    /// ``DatabaseError/connectionClosed``). Calling it again does nothing.
+    ///
+    /// An open transaction is rolled back by SQLite.
+    public func close() {
+        statementCache.removeAll()
+        handle.close()
+    }
+
+    /// `true` after ``close()``.
+    public var isClosed: Bool { !handle.isOpen }
+
+    @usableFromInline
+    func checkedConnection(sql: String? = nil) throws(DatabaseError) -> OpaquePointer {
+        guard let sqliteConnection = handle.sqliteConnection else { throw DatabaseError.closed(sql: sql) }
+        return sqliteConnection
+    }
+
+    // MARK: - State
+
+    /// The rowid of the most recent successful INSERT on this connection.
+    ///
+    /// See [sqlite3_last_insert_rowid](https://www.sqlite.org/c3ref/last_insert_rowid.html).
+    public var lastInsertRowID: Int64 {
+        handle.sqliteConnection.map { sqlite3_last_insert_rowid($0) } ?? 0
+    }
+
+    /// The number of rows changed by the most recent INSERT, UPDATE or DELETE.
+    ///
+    /// See [sqlite3_changes](https://www.sqlite.org/c3ref/changes.html).
+    public var changesCount: Int {
+        handle.sqliteConnection.map { Int(sqlite3_changes($0)) } ?? 0
+    }
+
+    /// The number of rows changed since the connection opened.
+    ///
+    /// See [sqlite3_total_changes](https://www.sqlite.org/c3ref/total_changes.html).
+    public var totalChangesCount: Int {
+        handle.sqliteConnection.map { Int(sqlite3_total_changes($0)) } ?? 0
+    }
+
+    /// `true` when the main database is read-only (opened read-only, or the file cannot be written).
+    ///
+    /// See [sqlite3_db_readonly](https://www.sqlite.org/c3ref/db_readonly.html).
+    public var isReadOnly: Bool {
+        handle.sqliteConnection.map { sqlite3_db_readonly($0, "main") == 1 } ?? true
+    }
+
+    /// `true` between BEGIN and COMMIT/ROLLBACK (or inside a savepoint).
+    ///
+    /// See [sqlite3_get_autocommit](https://www.sqlite.org/c3ref/get_autocommit.html).
+    public var isInsideTransaction: Bool {
+        handle.sqliteConnection.map { sqlite3_get_autocommit($0) == 0 } ?? false
+    }
+
+    /// The full path of the main database file as SQLite resolved it; `""` for memory and temporary databases.
+    public var filePath: String {
+        guard let sqliteConnection = handle.sqliteConnection,
+              let name = sqlite3_db_filename(sqliteConnection, "main")
+        else { return "" }
+        return String(cString: name)
+    }
+
+    /// A handle that can interrupt this connection's running statement from another thread.
+    public var interruptHandle: InterruptHandle { handle.interruptHandle }
+
+    /// Interrupts the running statement (it fails with `SQLITE_INTERRUPT`). Call it from another thread through
+    /// ``interruptHandle``.
+    public func interrupt() {
+        handle.interruptHandle.interrupt()
+    }
+
+    /// Sets how long a statement waits for a lock held by another connection before failing with `SQLITE_BUSY`.
+    ///
+    /// See [sqlite3_busy_timeout](https://www.sqlite.org/c3ref/busy_timeout.html).
+    public func setBusyTimeout(_ timeout: Duration) throws {
+        let milliseconds = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+        sqlite3_busy_timeout(try checkedConnection(), CInt(clamping: milliseconds))
+    }
+
+    // MARK: - Preparing
+
+    /// Compiles one SQL statement. The caller owns it; see ``cachedStatement(_:)`` for statements run often.
+    ///
+    /// - Throws: A SQLite error for invalid SQL (the message and the SQL are in the error);
+    ///   ``DatabaseError/invalidSQL`` when the string holds more than one statement (the leftover is named).
+    public func prepare(_ sql: String) throws -> Statement {
+        _ = try checkedConnection(sql: sql)
+        return try Statement(handle: handle, sql: sql)
+    }
+
+    /// A compiled statement from the connection's cache (a bounded LRU of ``OpenOptions/statementCacheCapacity``
+    /// entries), compiled on first use.
+    ///
+    /// When the cached statement is in use by an unfinished cursor, a fresh statement is returned instead.
+    @inlinable
+    public func cachedStatement(_ sql: String) throws -> Statement {
+        if let statement = statementCache.statement(for: sql), !statement.isBusy {
+            return statement
+        }
+        return try cacheMiss(sql)
+    }
+
+    @usableFromInline
+    func cacheMiss(_ sql: String) throws -> Statement {
+        let statement = try prepare(sql)
+        if statementCache.statement(for: sql) == nil {
+            statementCache.insert(statement, for: sql)
+        }
+        return statement
+    }
+
+    // MARK: - Executing
+
+    /// Runs one or more SQL statements separated by semicolons, without parameters.
+    ///
+    /// - Throws: The first statement's error, naming that statement's SQL; the statements before it stay executed
+    ///   (wrap the call in ``transaction(_:_:)`` to make it all-or-nothing).
+    public func execute(_ sql: String) throws {
+        let sqliteConnection = try checkedConnection(sql: sql)
+        try sql.withCString { start in
+            var next: UnsafePointer<CChar>? = start
+            while let current = next, current.pointee != 0 {
+                var statement: OpaquePointer?
+                var tail: UnsafePointer<CChar>?
+                let code = sqlite3_prepare_v2(sqliteConnection, current, -1, &statement, &tail)
+                let statementSQL = Self.sqlText(from: current, to: tail)
+                guard code == SQLITE_OK else {
+                    throw DatabaseError.sqlite(code: code, connection: sqliteConnection, sql: statementSQL)
+                }
+                defer { sqlite3_finalize(statement) }
+                next = tail
+                guard let statement else { continue }  // whitespace or comment
+                while true {
+                    let stepCode = sqlite3_step(statement)
+                    if stepCode == SQLITE_DONE { break }
+                    if stepCode != SQLITE_ROW {
+                        throw DatabaseError.sqlite(code: stepCode, connection: sqliteConnection, sql: statementSQL)
+                    }
+                }
+            }
+        }
+    }
+
+    private static func sqlText(from start: UnsafePointer<CChar>, to end: UnsafePointer<CChar>?) -> String {
+        let count = end.map { $0 - start } ?? strlen(start)
+        let bytes = UnsafeRawBufferPointer(start: start, count: count)
+        return String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
+    }
+
+    /// Runs one statement with the given values bound to its parameters 1…n (from the statement cache).
+    @inlinable
+    public func execute<First: DatabaseValueConvertible, each Rest: DatabaseValueConvertible>(
+        _ sql: String, _ first: First, _ rest: repeat each Rest
+    ) throws {
+        try cachedStatement(sql).run(first, repeat each rest)
+    }
+
+    /// Runs one statement with an array or dictionary of arguments (from the statement cache).
+    public func execute(_ sql: String, arguments: StatementArguments) throws {
+        try cachedStatement(sql).run(arguments: arguments)
+    }
+
+    // MARK: - Querying
+
+    /// A cursor over the rows of one statement (from the statement cache): rows are read in place, not copied.
+    @inlinable
+    public func cursor<each Value: DatabaseValueConvertible>(
+        _ sql: String, _ values: repeat each Value
+    ) throws -> RowCursor {
+        try cachedStatement(sql).cursor(repeat each values)
+    }
+
+    /// A cursor over the rows of one statement, with an array or dictionary of arguments.
+    public func cursor(_ sql: String, arguments: StatementArguments) throws -> RowCursor {
+        try cachedStatement(sql).cursor(arguments: arguments)
+    }
+
+    /// All rows of one statement, each holding a copy of its values.
+    @inlinable
+    public func query<each Value: DatabaseValueConvertible>(
+        _ sql: String, _ values: repeat each Value
+    ) throws -> [Row] {
+        try cursor(sql, repeat each values).map { $0.copy() }
+    }
+
+    /// All rows of one statement, with an array or dictionary of arguments.
+    public func query(_ sql: String, arguments: StatementArguments) throws -> [Row] {
+        try cursor(sql, arguments: arguments).map { $0.copy() }
+    }
+
+    /// The first column of the first row, or `nil` when there is no row.
+    ///
+    /// ```swift
+    /// let count = try db.scalar("SELECT count(*) FROM note", as: Int.self) ?? 0
+    /// ```
+    ///
+    /// - Throws: ``DatabaseError/valueConversion`` when the value does not convert (use an optional type for a
+    ///   value that may be NULL).
+    @inlinable
+    public func scalar<each Value: DatabaseValueConvertible, T: DatabaseValueConvertible>(
+        _ sql: String, _ values: repeat each Value, as type: T.Type = T.self
+    ) throws -> T? {
+        let rows = try cursor(sql, repeat each values)
+        defer { rows.close() }
+        guard let row = try rows.next() else { return nil }
+        return try row[0] as T
+    }
+
+    /// The first row, transformed, or `nil` when there is no row.
+    @inlinable
+    public func first<each Value: DatabaseValueConvertible, T>(
+        _ sql: String, _ values: repeat each Value, map transform: (Row) throws -> T
+    ) throws -> T? {
+        let rows = try cursor(sql, repeat each values)
+        defer { rows.close() }
+        guard let row = try rows.next() else { return nil }
+        return try transform(row)
+    }
+
+    /// The first column of every row.
+    @inlinable
+    public func all<each Value: DatabaseValueConvertible, T: DatabaseValueConvertible>(
+        _ sql: String, _ values: repeat each Value, as type: T.Type = T.self
+    ) throws -> [T] {
+        try cursor(sql, repeat each values).map { try $0[0] as T }
+    }
+
+    /// Every row, transformed.
+    @inlinable
+    public func all<each Value: DatabaseValueConvertible, T>(
+        _ sql: String, _ values: repeat each Value, map transform: (Row) throws -> T
+    ) throws -> [T] {
+        try cursor(sql, repeat each values).map(transform)
+    }
+}
+
+@available(*, unavailable, message: "A Connection belongs to one thread; use DatabaseQueue to share one.")
+extension Connection: Sendable {}
+
+extension Connection: CustomStringConvertible {
+    /// The path and whether the connection is encrypted; never the key.
+    public var description: String {
+        "Connection(\(path.isEmpty ? "temporary" : path), \(isEncrypted ? "encrypted" : "plaintext")"
+            + (isClosed ? ", closed)" : ")")
+    }
+}
+
+/// How a connection opens its database.
+public struct OpenOptions: Sendable {
+    /// Read and write access.
+    public enum Mode: Sendable {
+        /// Read and write; create the file when it does not exist (the default).
+        case readWriteCreate
+        /// Read and write; the file must exist.
+        case readWrite
+        /// Read only; the file must exist.
+        case readOnly
+
+        var flags: CInt {
+            switch self {
+            case .readWriteCreate: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+            case .readWrite: SQLITE_OPEN_READWRITE
+            case .readOnly: SQLITE_OPEN_READONLY
+            }
+        }
+    }
+
+    /// The access mode.
+    public var mode: Mode
+
+    /// Interpret the path as a `file:` URI (see [URI filenames](https://www.sqlite.org/uri.html)).
+    public var isURI: Bool
+
+    /// How long to wait for another connection's lock before `SQLITE_BUSY`; `nil` fails at once.
+    public var busyTimeout: Duration?
+
+    /// How many compiled statements ``Connection/cachedStatement(_:)`` keeps.
+    public var statementCacheCapacity: Int
+
+    /// Creates options.
+    public init(
+        mode: Mode = .readWriteCreate, isURI: Bool = false, busyTimeout: Duration? = .seconds(5),
+        statementCacheCapacity: Int = 64
+    ) {
+        self.mode = mode
+        self.isURI = isURI
+        self.busyTimeout = busyTimeout
+        self.statementCacheCapacity = statementCacheCapacity
+    }
+}
+
+/// A bounded least-recently-used cache of compiled statements.
+@usableFromInline
+struct StatementCache {
+    private var entries: [String: (statement: Statement, lastUse: UInt64)] = [:]
+    private var clock: UInt64 = 0
+    let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = max(0, capacity)
+    }
+
+    @usableFromInline
+    mutating func statement(for sql: String) -> Statement? {
+        guard let entry = entries[sql] else { return nil }
+        clock &+= 1
+        entries[sql] = (entry.statement, clock)
+        return entry.statement
+    }
+
+    mutating func insert(_ statement: Statement, for sql: String) {
+        guard capacity > 0 else { return }
+        if entries.count >= capacity, let oldest = entries.min(by: { $0.value.lastUse < $1.value.lastUse }) {
+            entries[oldest.key] = nil
+        }
+        clock &+= 1
+        entries[sql] = (statement, clock)
+    }
+
+    mutating func removeAll() {
+        entries.removeAll()
+    }
+
+    var count: Int { entries.count }
+}
+
+extension RowCursor {
+    /// Resets the statement now instead of when the cursor is released.
+    @inlinable
+    public func close() {
+        if !isDone {
+            isDone = true
+            if statement.handle.isOpen { sqlite3_reset(statement.sqliteStatement) }
+        }
+    }
+}
+
+extension String {
+    func trimmingWhitespace() -> String {
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+              let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        else { return "" }
+        return String(scalars[first...last])
+    }
+}

@@ -1,0 +1,63 @@
+import CSQLCipher
+import Synchronization
+
+/// The raw `sqlite3*` shared by a connection and its statements, so a statement knows when its connection has been
+/// closed (and its own `sqlite3_stmt*` finalized with it) without keeping the connection alive.
+@usableFromInline
+final class ConnectionHandle {
+    @usableFromInline
+    private(set) var sqliteConnection: OpaquePointer?
+
+    /// Shared with other threads for `interrupt()`; see ``InterruptHandle``.
+    let interruptHandle: InterruptHandle
+
+    init(_ sqliteConnection: OpaquePointer) {
+        self.sqliteConnection = sqliteConnection
+        self.interruptHandle = InterruptHandle(sqliteConnection)
+    }
+
+    @inlinable
+    var isOpen: Bool {
+        sqliteConnection != nil
+    }
+
+    /// Finalizes every statement of the connection, then closes it. Safe to call twice.
+    func close() {
+        guard let sqliteConnection else { return }
+        interruptHandle.invalidate()
+        // Statements still referenced by callers are finalized here; they see `isOpen == false` afterwards.
+        while let statement = sqlite3_next_stmt(sqliteConnection, nil) {
+            sqlite3_finalize(statement)
+        }
+        // close_v2 defers the close if an unfinished backup still uses the handle, instead of leaking it.
+        sqlite3_close_v2(sqliteConnection)
+        self.sqliteConnection = nil
+    }
+}
+
+/// Interrupts the running statement of a connection from any thread.
+///
+/// Obtained from ``Connection/interruptHandle``. Calling ``interrupt()`` after the connection closed does nothing.
+/// See [sqlite3_interrupt](https://www.sqlite.org/c3ref/interrupt.html).
+public final class InterruptHandle: Sendable {
+    // The pointer is only passed to sqlite3_interrupt, which SQLite documents as callable from any thread; the
+    // mutex makes sure it is never called after sqlite3_close.
+    private let state: Mutex<UInt?>
+
+    init(_ sqliteConnection: OpaquePointer) {
+        state = Mutex(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(sqliteConnection))))
+    }
+
+    /// Makes the statement running on the connection stop as soon as possible with `SQLITE_INTERRUPT`.
+    public func interrupt() {
+        state.withLock { address in
+            if let address, let pointer = OpaquePointer(bitPattern: Int(bitPattern: address)) {
+                sqlite3_interrupt(pointer)
+            }
+        }
+    }
+
+    func invalidate() {
+        state.withLock { $0 = nil }
+    }
+}

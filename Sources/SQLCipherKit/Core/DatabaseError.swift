@@ -1,0 +1,264 @@
+import CSQLCipher
+
+/// A SQLite result code, primary or extended.
+///
+/// Extended codes carry their primary code in the low byte: `SQLITE_CONSTRAINT_UNIQUE` (2067) is a kind of
+/// `SQLITE_CONSTRAINT` (19). Pattern matching against a primary code matches its extended codes too:
+///
+/// ```swift
+/// do { try db.execute("INSERT INTO t(id) VALUES (1)") }
+/// catch DatabaseError.SQLITE_CONSTRAINT { /* also SQLITE_CONSTRAINT_UNIQUE, …_PRIMARYKEY, … */ }
+/// ```
+///
+/// See [Result and Error Codes](https://www.sqlite.org/rescode.html).
+public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The numeric code returned by SQLite.
+    public let rawValue: CInt
+
+    /// Creates a result code from SQLite's numeric value.
+    public init(rawValue: CInt) {
+        self.rawValue = rawValue
+    }
+
+    /// The primary code: the low byte of an extended code.
+    public var primaryResultCode: ResultCode {
+        ResultCode(rawValue: rawValue & 0xFF)
+    }
+
+    /// `true` when this is an extended code (it carries more than its primary code).
+    public var isExtended: Bool {
+        rawValue > 0xFF
+    }
+
+    /// SQLite's English text for the code, such as "constraint failed".
+    public var description: String {
+        "\(rawValue) (\(String(cString: sqlite3_errstr(rawValue))))"
+    }
+
+    /// Matches a primary code against any of its extended codes, and an extended code against itself.
+    public static func ~= (pattern: ResultCode, code: ResultCode) -> Bool {
+        if pattern.isExtended {
+            return pattern == code
+        }
+        return pattern == code.primaryResultCode
+    }
+
+    /// Lets `catch DatabaseError.SQLITE_BUSY` match a ``DatabaseError`` with that code.
+    public static func ~= (pattern: ResultCode, error: any Error) -> Bool {
+        guard let error = error as? DatabaseError else { return false }
+        return pattern ~= error.extendedResultCode
+    }
+}
+
+/// The one error type thrown by SQLCipherKit.
+///
+/// An error either comes from SQLite (``kind`` is ``Kind/sqlite``) or is a condition the library detected itself
+/// (a wrong key, a value that does not convert, a closed connection, …). Both carry a SQLite result code, a message
+/// a person can act on, and the SQL that failed when there was one. Bound argument values never appear in an error,
+/// and neither does key material.
+///
+/// Match on the kind or on the result code without parsing text:
+///
+/// ```swift
+/// do {
+///     let db = try Connection(path: path, key: key)
+/// } catch DatabaseError.wrongKey {
+///     // ask for another key
+/// } catch DatabaseError.SQLITE_CANTOPEN {
+///     // missing folder, permissions
+/// }
+/// ```
+public struct DatabaseError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong, for conditions a caller may want to handle on their own.
+    public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        /// A stable identifier for the kind, such as `"wrongKey"`.
+        public let name: String
+
+        init(_ name: String) {
+            self.name = name
+        }
+
+        /// The identifier.
+        public var description: String { name }
+
+        /// Lets `catch DatabaseError.wrongKey` match a ``DatabaseError`` of that kind.
+        public static func ~= (pattern: Kind, error: any Error) -> Bool {
+            (error as? DatabaseError)?.kind == pattern
+        }
+    }
+
+    /// What kind of failure this is.
+    public let kind: Kind
+
+    /// The extended result code; ``resultCode`` gives its primary code.
+    public let extendedResultCode: ResultCode
+
+    /// The error message, from SQLite or from the library.
+    public let message: String
+
+    /// The SQL that failed, when the failure belongs to one statement. Never the values bound to it.
+    public let sql: String?
+
+    /// The primary result code.
+    public var resultCode: ResultCode {
+        extendedResultCode.primaryResultCode
+    }
+
+    /// Creates an error. The message and SQL must not contain key material or bound values.
+    public init(kind: Kind, code: ResultCode, message: String, sql: String? = nil) {
+        self.kind = kind
+        self.extendedResultCode = code
+        self.message = message
+        self.sql = sql
+    }
+
+    /// A one-line description: kind, code, message and SQL.
+    public var description: String {
+        var text = "SQLite error \(extendedResultCode.rawValue)"
+        if kind != .sqlite {
+            text += " [\(kind.name)]"
+        }
+        text += ": \(message)"
+        if let sql {
+            text += " — while executing `\(sql)`"
+        }
+        return text
+    }
+}
+
+// MARK: - Kinds
+
+extension DatabaseError.Kind {
+    /// SQLite reported the error; ``DatabaseError/extendedResultCode`` says which.
+    public static let sqlite = Self("sqlite")
+    /// The key (or the cipher settings) does not open the encrypted database.
+    public static let wrongKey = Self("wrongKey")
+    /// A key was given, but the file is a plaintext SQLite database.
+    public static let notEncrypted = Self("notEncrypted")
+    /// No key was given (``Encryption/none``), but the file is not a plaintext database: probably encrypted.
+    public static let missingKey = Self("missingKey")
+    /// The file is not a database: truncated, or garbage.
+    public static let notADatabase = Self("notADatabase")
+    /// The linked library is plain SQLite, not SQLCipher.
+    public static let notSQLCipher = Self("notSQLCipher")
+    /// The linked SQLCipher lacks a feature; the message names it, the version it needs and the one linked.
+    public static let unsupportedByEngine = Self("unsupportedByEngine")
+    /// A key is empty, malformed, or could not be read.
+    public static let invalidKey = Self("invalidKey")
+    /// A database value could not be converted to the requested Swift type.
+    public static let valueConversion = Self("valueConversion")
+    /// A parameter index or name does not exist in the statement, or the argument count is wrong.
+    public static let invalidArgument = Self("invalidArgument")
+    /// The connection (or the statement's connection) is closed.
+    public static let connectionClosed = Self("connectionClosed")
+    /// The SQL is not exactly one statement where one was required, or is empty.
+    public static let invalidSQL = Self("invalidSQL")
+    /// A transaction was used in a way its contract forbids (nested `transaction`, ended by its own body, …).
+    public static let transactionMisuse = Self("transactionMisuse")
+    /// A check the library ran after an operation failed (the file is not what it should be).
+    public static let verificationFailed = Self("verificationFailed")
+    /// The operation needs a state the database is not in (other connections open, inside a transaction, …).
+    public static let invalidState = Self("invalidState")
+    /// A file or folder the operation needs is missing, exists already, or cannot be written.
+    public static let fileSystem = Self("fileSystem")
+}
+
+extension DatabaseError {
+    /// Matches errors the engine reported (``Kind/sqlite``).
+    public static let sqlite = Kind.sqlite
+    /// Matches ``Kind/wrongKey``.
+    public static let wrongKey = Kind.wrongKey
+    /// Matches ``Kind/notEncrypted``.
+    public static let notEncrypted = Kind.notEncrypted
+    /// Matches ``Kind/missingKey``.
+    public static let missingKey = Kind.missingKey
+    /// Matches ``Kind/notADatabase``.
+    public static let notADatabase = Kind.notADatabase
+    /// Matches ``Kind/notSQLCipher``.
+    public static let notSQLCipher = Kind.notSQLCipher
+    /// Matches ``Kind/unsupportedByEngine``.
+    public static let unsupportedByEngine = Kind.unsupportedByEngine
+    /// Matches ``Kind/invalidKey``.
+    public static let invalidKey = Kind.invalidKey
+    /// Matches ``Kind/valueConversion``.
+    public static let valueConversion = Kind.valueConversion
+    /// Matches ``Kind/invalidArgument``.
+    public static let invalidArgument = Kind.invalidArgument
+    /// Matches ``Kind/connectionClosed``.
+    public static let connectionClosed = Kind.connectionClosed
+    /// Matches ``Kind/invalidSQL``.
+    public static let invalidSQL = Kind.invalidSQL
+    /// Matches ``Kind/transactionMisuse``.
+    public static let transactionMisuse = Kind.transactionMisuse
+    /// Matches ``Kind/verificationFailed``.
+    public static let verificationFailed = Kind.verificationFailed
+    /// Matches ``Kind/invalidState``.
+    public static let invalidState = Kind.invalidState
+    /// Matches ``Kind/fileSystem``.
+    public static let fileSystem = Kind.fileSystem
+}
+
+// MARK: - Result codes
+
+extension DatabaseError {
+    // Primary result codes, https://www.sqlite.org/rescode.html
+    public static let SQLITE_OK = ResultCode(rawValue: 0)
+    public static let SQLITE_ERROR = ResultCode(rawValue: 1)
+    public static let SQLITE_INTERNAL = ResultCode(rawValue: 2)
+    public static let SQLITE_PERM = ResultCode(rawValue: 3)
+    public static let SQLITE_ABORT = ResultCode(rawValue: 4)
+    public static let SQLITE_BUSY = ResultCode(rawValue: 5)
+    public static let SQLITE_LOCKED = ResultCode(rawValue: 6)
+    public static let SQLITE_NOMEM = ResultCode(rawValue: 7)
+    public static let SQLITE_READONLY = ResultCode(rawValue: 8)
+    public static let SQLITE_INTERRUPT = ResultCode(rawValue: 9)
+    public static let SQLITE_IOERR = ResultCode(rawValue: 10)
+    public static let SQLITE_CORRUPT = ResultCode(rawValue: 11)
+    public static let SQLITE_NOTFOUND = ResultCode(rawValue: 12)
+    public static let SQLITE_FULL = ResultCode(rawValue: 13)
+    public static let SQLITE_CANTOPEN = ResultCode(rawValue: 14)
+    public static let SQLITE_PROTOCOL = ResultCode(rawValue: 15)
+    public static let SQLITE_EMPTY = ResultCode(rawValue: 16)
+    public static let SQLITE_SCHEMA = ResultCode(rawValue: 17)
+    public static let SQLITE_TOOBIG = ResultCode(rawValue: 18)
+    public static let SQLITE_CONSTRAINT = ResultCode(rawValue: 19)
+    public static let SQLITE_MISMATCH = ResultCode(rawValue: 20)
+    public static let SQLITE_MISUSE = ResultCode(rawValue: 21)
+    public static let SQLITE_NOLFS = ResultCode(rawValue: 22)
+    public static let SQLITE_AUTH = ResultCode(rawValue: 23)
+    public static let SQLITE_FORMAT = ResultCode(rawValue: 24)
+    public static let SQLITE_RANGE = ResultCode(rawValue: 25)
+    public static let SQLITE_NOTADB = ResultCode(rawValue: 26)
+    public static let SQLITE_NOTICE = ResultCode(rawValue: 27)
+    public static let SQLITE_WARNING = ResultCode(rawValue: 28)
+
+    // Extended codes callers commonly match on.
+    public static let SQLITE_CONSTRAINT_FOREIGNKEY = ResultCode(rawValue: 787)
+    public static let SQLITE_CONSTRAINT_NOTNULL = ResultCode(rawValue: 1299)
+    public static let SQLITE_CONSTRAINT_PRIMARYKEY = ResultCode(rawValue: 1555)
+    public static let SQLITE_CONSTRAINT_UNIQUE = ResultCode(rawValue: 2067)
+    public static let SQLITE_READONLY_DBMOVED = ResultCode(rawValue: 1032)
+    public static let SQLITE_IOERR_SHORT_READ = ResultCode(rawValue: 522)
+}
+
+// MARK: - Building errors
+
+extension DatabaseError {
+    /// An error from SQLite, read from the connection right away, before another call overwrites it.
+    @usableFromInline
+    static func sqlite(code: CInt, connection: OpaquePointer?, sql: String? = nil) -> DatabaseError {
+        let extended = connection.map { sqlite3_extended_errcode($0) } ?? code
+        // The connection's extended code belongs to this failure only when its primary code matches.
+        let resolved = (extended & 0xFF) == (code & 0xFF) ? extended : code
+        let message = connection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) }
+            ?? String(cString: sqlite3_errstr(code))
+        return DatabaseError(kind: .sqlite, code: ResultCode(rawValue: resolved), message: message, sql: sql)
+    }
+
+    @usableFromInline
+    static func closed(sql: String? = nil) -> DatabaseError {
+        DatabaseError(
+            kind: .connectionClosed, code: SQLITE_MISUSE,
+            message: "the connection is closed", sql: sql)
+    }
+}

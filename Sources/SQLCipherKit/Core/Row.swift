@@ -1,0 +1,231 @@
+import CSQLCipher
+
+/// A result row: columns read by 0-based index or by name, converted to the type you ask for.
+///
+/// ```swift
+/// let id: Int64 = try row[0]
+/// let body: String = try row["body"]
+/// let note: String? = try row["note"]      // NULL reads as nil only for an optional type
+/// ```
+///
+/// A row comes either from a ``RowCursor`` (it then reads the statement's current row in place, without copying, and
+/// is valid until the cursor moves on) or from ``Connection/query(_:_:)`` (it then holds its own copy of the
+/// values). A column that does not convert to the requested type throws ``DatabaseError/valueConversion`` naming
+/// the column and both types.
+public struct Row {
+    @usableFromInline
+    enum Storage {
+        case statement(Statement)
+        case values([DatabaseValue], Statement)
+    }
+
+    @usableFromInline
+    let storage: Storage
+
+    @usableFromInline
+    let columnCount: Int
+
+    @usableFromInline
+    init(statement: Statement, columnCount: Int) {
+        storage = .statement(statement)
+        self.columnCount = columnCount
+    }
+
+    /// Copies the statement's current row.
+    init(copying statement: Statement, columnCount: Int) {
+        let values = (0..<CInt(columnCount)).map {
+            DatabaseValue(sqliteStatement: statement.sqliteStatement, column: $0)
+        }
+        storage = .values(values, statement)
+        self.columnCount = columnCount
+    }
+
+    @usableFromInline
+    var statement: Statement {
+        switch storage {
+        case .statement(let statement), .values(_, let statement): statement
+        }
+    }
+
+    /// The number of columns.
+    public var count: Int { columnCount }
+
+    /// The column names.
+    public var columnNames: [String] { Array(statement.columnNames.prefix(columnCount)) }
+
+    /// Whether the row has a column with this name (case-insensitive).
+    public func hasColumn(_ name: String) -> Bool {
+        statement.columnIndex(named: name).map { $0 < columnCount } ?? false
+    }
+
+    /// The value at a 0-based column index, converted to `Value`.
+    ///
+    /// - Throws: ``DatabaseError/invalidArgument`` for an index out of range; ``DatabaseError/valueConversion``
+    ///   when the stored value cannot be represented as `Value` (including NULL for a non-optional type).
+    @inlinable
+    public subscript<Value: DatabaseValueConvertible>(_ index: Int) -> Value {
+        get throws {
+            guard index >= 0 && index < columnCount else { throw indexError(index) }
+            let decoded: Value?
+            switch storage {
+            case .statement(let statement):
+                decoded = Value.decode(sqliteStatement: statement.sqliteStatement, column: CInt(index))
+            case .values(let values, _):
+                decoded = Value.fromDatabaseValue(values[index])
+            }
+            guard let decoded else { throw conversionError(index, to: Value.self) }
+            return decoded
+        }
+    }
+
+    /// The value of the first column with this name (case-insensitive), converted to `Value`.
+    ///
+    /// - Throws: ``DatabaseError/invalidArgument`` when there is no such column; ``DatabaseError/valueConversion``
+    ///   when the value does not convert.
+    @inlinable
+    public subscript<Value: DatabaseValueConvertible>(_ name: String) -> Value {
+        get throws {
+            guard let index = statement.columnIndex(named: name), index < columnCount else {
+                throw DatabaseError(
+                    kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
+                    message: "no column named `\(name)` in the row", sql: statement.sql)
+            }
+            return try self[index]
+        }
+    }
+
+    /// The raw value at a 0-based index.
+    public func databaseValue(at index: Int) throws -> DatabaseValue {
+        try self[index]
+    }
+
+    /// All values, in column order.
+    public var databaseValues: [DatabaseValue] {
+        switch storage {
+        case .values(let values, _):
+            return values
+        case .statement(let statement):
+            return (0..<CInt(columnCount)).map {
+                DatabaseValue(sqliteStatement: statement.sqliteStatement, column: $0)
+            }
+        }
+    }
+
+    /// A copy that stays valid after the cursor moves on.
+    public func copy() -> Row {
+        switch storage {
+        case .values: self
+        case .statement(let statement): Row(copying: statement, columnCount: columnCount)
+        }
+    }
+
+    @usableFromInline
+    func indexError(_ index: Int) -> DatabaseError {
+        DatabaseError(
+            kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
+            message: "column index \(index) out of range 0..<\(columnCount)", sql: statement.sql)
+    }
+
+    @usableFromInline
+    func conversionError(_ index: Int, to type: Any.Type) -> DatabaseError {
+        let stored: DatabaseValue = switch storage {
+        case .statement(let statement): DatabaseValue(sqliteStatement: statement.sqliteStatement, column: CInt(index))
+        case .values(let values, _): values[index]
+        }
+        let name = statement.columnNames[index]
+        let reason = stored.isNull ? "NULL cannot be read as non-optional \(type)"
+            : "\(stored.storageClassName) value cannot be represented as \(type)"
+        return DatabaseError(
+            kind: .valueConversion, code: DatabaseError.SQLITE_MISMATCH,
+            message: "column `\(name)` (index \(index)): \(reason)", sql: statement.sql)
+    }
+}
+
+@available(*, unavailable, message: "A Row belongs to its connection's thread.")
+extension Row: Sendable {}
+
+extension Row: CustomStringConvertible {
+    /// Column names and storage classes; values are not shown (they may be confidential).
+    public var description: String {
+        let names = statement.columnNames
+        let values = databaseValues
+        return "[" + (0..<columnCount).map { "\(names[$0]): \(values[$0].storageClassName)" }
+            .joined(separator: ", ") + "]"
+    }
+}
+
+/// Iterates the rows of a statement one at a time, without copying them.
+///
+/// ```swift
+/// let rows = try db.cursor("SELECT id, body FROM note")
+/// while let row = try rows.next() {
+///     let id: Int64 = try row[0]
+/// }
+/// ```
+///
+/// The ``Row`` returned by ``next()`` reads the statement's current row and is valid until the next call. The cursor
+/// resets its statement when it is exhausted, when an error occurs, and when it is released early, so no read
+/// transaction is left open behind the caller's back.
+public final class RowCursor {
+    /// The statement the cursor steps.
+    public let statement: Statement
+
+    @usableFromInline
+    var isDone = false
+
+    @usableFromInline
+    let columnCount: Int
+
+    @usableFromInline
+    init(statement: Statement) {
+        self.statement = statement
+        self.columnCount = statement.columnCount
+    }
+
+    deinit {
+        if !isDone && statement.handle.isOpen {
+            sqlite3_reset(statement.sqliteStatement)
+        }
+    }
+
+    /// Advances to the next row.
+    ///
+    /// - Returns: The row, or `nil` when there are no more rows.
+    /// - Throws: A SQLite error (the cursor is then finished).
+    @inlinable
+    public func next() throws -> Row? {
+        if isDone { return nil }
+        do {
+            if try statement.step() {
+                return Row(statement: statement, columnCount: columnCount)
+            }
+        } catch {
+            isDone = true
+            throw error
+        }
+        isDone = true
+        sqlite3_reset(statement.sqliteStatement)
+        return nil
+    }
+
+    /// Calls `body` for each remaining row.
+    @inlinable
+    public func forEach(_ body: (Row) throws -> Void) throws {
+        while let row = try next() {
+            try body(row)
+        }
+    }
+
+    /// The remaining rows, transformed.
+    @inlinable
+    public func map<T>(_ transform: (Row) throws -> T) throws -> [T] {
+        var result: [T] = []
+        while let row = try next() {
+            result.append(try transform(row))
+        }
+        return result
+    }
+}
+
+@available(*, unavailable, message: "A RowCursor belongs to its connection's thread.")
+extension RowCursor: Sendable {}

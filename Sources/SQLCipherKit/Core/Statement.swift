@@ -1,0 +1,358 @@
+import CSQLCipher
+
+/// A prepared SQL statement: exactly one statement, compiled once, run many times.
+///
+/// ```swift
+/// let insert = try db.prepare("INSERT INTO note(body, rank) VALUES (?, ?)")
+/// try insert.run("one", 1)
+/// try insert.run("two", 2)
+///
+/// let select = try db.prepare("SELECT id, body FROM note WHERE rank > :rank")
+/// let rows = try select.cursor(arguments: ["rank": 0])
+/// while let row = try rows.next() { let id: Int64 = try row[0] }
+/// ```
+///
+/// Parameters are numbered from 1, as in SQLite. Binding checks the index or name and the number of arguments, and a
+/// value that SQLite rejects throws. Bound values never appear in errors or descriptions.
+///
+/// A statement belongs to its ``Connection`` and, like it, must be used from one thread at a time. When the
+/// connection closes, the statement is finalized with it and every later use throws
+/// ``DatabaseError/connectionClosed``. Otherwise it is finalized when released.
+///
+/// See [Prepared Statement Object](https://www.sqlite.org/c3ref/stmt.html).
+public final class Statement {
+    /// The raw `sqlite3_stmt*`. Valid while the connection is open; never finalize it yourself.
+    public let sqliteStatement: OpaquePointer
+
+    @usableFromInline
+    let handle: ConnectionHandle
+
+    /// The SQL text of the statement.
+    public let sql: String
+
+    /// The number of parameters (the largest parameter index).
+    public let parameterCount: Int
+
+    private var columnIndexByName: [String: Int]?
+
+    /// Compiles exactly one statement. Throws for an empty SQL string or one with a second statement after the first.
+    init(handle: ConnectionHandle, sql: String) throws {
+        guard let sqliteConnection = handle.sqliteConnection else { throw DatabaseError.closed(sql: sql) }
+        var statement: OpaquePointer?
+        var leftover = ""
+        let code = sql.withCString { cSQL -> CInt in
+            var tail: UnsafePointer<CChar>?
+            let code = sqlite3_prepare_v2(sqliteConnection, cSQL, -1, &statement, &tail)
+            if code == SQLITE_OK, let tail, tail.pointee != 0 {
+                leftover = String(cString: tail)
+            }
+            return code
+        }
+        guard code == SQLITE_OK else {
+            throw DatabaseError.sqlite(code: code, connection: sqliteConnection, sql: sql)
+        }
+        guard let statement else {
+            throw DatabaseError(
+                kind: .invalidSQL, code: DatabaseError.SQLITE_MISUSE,
+                message: "the SQL contains no statement", sql: sql)
+        }
+        if try Self.containsStatement(leftover, sqliteConnection: sqliteConnection) {
+            sqlite3_finalize(statement)
+            let shown = String(leftover.drop(while: { $0.isWhitespace || $0 == ";" }))
+            throw DatabaseError(
+                kind: .invalidSQL, code: DatabaseError.SQLITE_MISUSE,
+                message: "expected one statement, found more; leftover SQL: `\(shown)`"
+                    + " (use Connection.execute(_:) to run several statements)",
+                sql: sql)
+        }
+        self.sqliteStatement = statement
+        self.handle = handle
+        self.sql = sql
+        self.parameterCount = Int(sqlite3_bind_parameter_count(statement))
+    }
+
+    deinit {
+        // After the connection closed, the statement was finalized by ConnectionHandle.close().
+        if handle.isOpen {
+            sqlite3_finalize(sqliteStatement)
+        }
+    }
+
+    /// Whether text left after the first statement holds another statement (not just spaces, `;` or comments).
+    private static func containsStatement(_ text: String, sqliteConnection: OpaquePointer) throws -> Bool {
+        guard text.contains(where: { !$0.isWhitespace && $0 != ";" }) else { return false }
+        var statement: OpaquePointer?
+        let code = sqlite3_prepare_v2(sqliteConnection, text, -1, &statement, nil)
+        defer { sqlite3_finalize(statement) }
+        // Text that does not compile is still "more SQL" than the caller should have passed.
+        return code != SQLITE_OK || statement != nil
+    }
+
+    @inlinable
+    func checkOpen() throws(DatabaseError) {
+        if !handle.isOpen { throw DatabaseError.closed(sql: sql) }
+    }
+
+    @usableFromInline
+    func error(code: CInt) -> DatabaseError {
+        DatabaseError.sqlite(code: code, connection: handle.sqliteConnection, sql: sql)
+    }
+
+    // MARK: - Columns
+
+    /// The number of columns in the result rows; 0 for statements that return no rows.
+    public var columnCount: Int {
+        Int(sqlite3_column_count(sqliteStatement))
+    }
+
+    /// The column names, as SQLite reports them (the `AS` alias when there is one).
+    public var columnNames: [String] {
+        (0..<CInt(columnCount)).map { String(cString: sqlite3_column_name(sqliteStatement, $0)) }
+    }
+
+    /// The declared type of a result column (`"INTEGER"`, `"TEXT"`, …), or `nil` for an expression.
+    ///
+    /// - Parameter index: A 0-based column index.
+    /// - Throws: ``DatabaseError/invalidArgument`` when the index is out of range.
+    public func declaredType(ofColumn index: Int) throws -> String? {
+        try checkOpen()
+        guard (0..<columnCount).contains(index) else {
+            throw DatabaseError(
+                kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
+                message: "column index \(index) out of range 0..<\(columnCount)", sql: sql)
+        }
+        return sqlite3_column_decltype(sqliteStatement, CInt(index)).map { String(cString: $0) }
+    }
+
+    /// The 0-based index of the first column with this name (compared case-insensitively), or `nil`.
+    public func columnIndex(named name: String) -> Int? {
+        if let index = columnIndexByName?[name] { return index }
+        if columnIndexByName == nil {
+            var map: [String: Int] = [:]
+            for (index, name) in columnNames.enumerated() {
+                if map[name] == nil { map[name] = index }
+                let lowered = name.lowercased()
+                if map[lowered] == nil { map[lowered] = index }
+            }
+            columnIndexByName = map
+            if let index = map[name] { return index }
+        }
+        return columnIndexByName?[name.lowercased()]
+    }
+
+    /// `true` when the statement does not write to the database.
+    ///
+    /// See [sqlite3_stmt_readonly](https://www.sqlite.org/c3ref/stmt_readonly.html).
+    public var isReadOnly: Bool {
+        handle.isOpen && sqlite3_stmt_readonly(sqliteStatement) != 0
+    }
+
+    /// `true` while the statement has stepped but not finished or been reset (it then holds a read transaction).
+    public var isBusy: Bool {
+        handle.isOpen && sqlite3_stmt_busy(sqliteStatement) != 0
+    }
+
+    // MARK: - Parameters
+
+    /// The name of a parameter, with its prefix (`:a`, `@a`, `$a`), or `nil` for a positional `?`.
+    ///
+    /// - Parameter index: A 1-based parameter index.
+    public func parameterName(at index: Int) -> String? {
+        guard (1...max(parameterCount, 1)).contains(index), parameterCount > 0 else { return nil }
+        return sqlite3_bind_parameter_name(sqliteStatement, CInt(index)).map { String(cString: $0) }
+    }
+
+    /// The 1-based index of a named parameter. A name without a prefix matches `:name`, `@name` or `$name`.
+    ///
+    /// - Throws: ``DatabaseError/invalidArgument`` naming the parameter when the statement has no such parameter.
+    public func parameterIndex(named name: String) throws -> Int {
+        try checkOpen()
+        let candidates = name.first.map { ":@$?".contains($0) } == true ? [name] : [":" + name, "@" + name, "$" + name]
+        for candidate in candidates {
+            let index = sqlite3_bind_parameter_index(sqliteStatement, candidate)
+            if index > 0 { return Int(index) }
+        }
+        throw DatabaseError(
+            kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
+            message: "the statement has no parameter named `\(name)`", sql: sql)
+    }
+
+    /// Binds a value to the parameter at a 1-based index.
+    ///
+    /// - Throws: ``DatabaseError/invalidArgument`` when the index is out of range; a SQLite error when the value
+    ///   cannot be bound (too big, or a `UInt64` above `Int64.max`).
+    @inlinable
+    public func bind(_ value: some DatabaseValueConvertible, at index: Int) throws {
+        try checkOpen()
+        guard index >= 1 && index <= parameterCount else {
+            throw DatabaseError(
+                kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
+                message: "parameter index \(index) out of range 1...\(parameterCount)", sql: sql)
+        }
+        try bindChecked(value, at: CInt(index))
+    }
+
+    /// Binds a value to a named parameter (`:name`, `@name`, `$name`, or the name without prefix).
+    ///
+    /// - Throws: ``DatabaseError/invalidArgument`` when the statement has no such parameter.
+    public func bind(_ value: some DatabaseValueConvertible, named name: String) throws {
+        try bindChecked(value, at: CInt(parameterIndex(named: name)))
+    }
+
+    /// Binds a fixed list of values to the parameters 1…n, without boxing them.
+    ///
+    /// - Throws: ``DatabaseError/invalidArgument`` when the number of values differs from ``parameterCount``.
+    @inlinable
+    public func bind<each Value: DatabaseValueConvertible>(_ values: repeat each Value) throws {
+        try checkOpen()
+        var count = 0
+        for _ in repeat each values { count += 1 }
+        try checkArgumentCount(count)
+        var index: CInt = 0
+        for value in repeat each values {
+            index += 1
+            try bindChecked(value, at: index)
+        }
+    }
+
+    /// Binds an array (to parameters 1…n) or a dictionary (by name) of values.
+    ///
+    /// - Throws: ``DatabaseError/invalidArgument`` for a wrong number of positional values, an unknown name, or a
+    ///   named parameter left without a value.
+    public func bind(arguments: StatementArguments) throws {
+        try checkOpen()
+        switch arguments.storage {
+        case .positional(let values):
+            try checkArgumentCount(values.count)
+            for (offset, value) in values.enumerated() {
+                try bindChecked(AnyDatabaseValueConvertible(value), at: CInt(offset + 1))
+            }
+        case .named(let values):
+            var bound = Set<Int>()
+            for (name, value) in values {
+                let index = try parameterIndex(named: name)
+                try bindChecked(AnyDatabaseValueConvertible(value), at: CInt(index))
+                bound.insert(index)
+            }
+            if let missing = (1...max(parameterCount, 1)).first(where: { parameterCount > 0 && !bound.contains($0) }) {
+                let name = parameterName(at: missing) ?? "?\(missing)"
+                throw DatabaseError(
+                    kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
+                    message: "no value for parameter `\(name)`", sql: sql)
+            }
+        }
+    }
+
+    @usableFromInline
+    func checkArgumentCount(_ count: Int) throws(DatabaseError) {
+        guard count == parameterCount else {
+            throw DatabaseError(
+                kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
+                message: "the statement takes \(parameterCount) argument(s), \(count) given", sql: sql)
+        }
+    }
+
+    @inlinable
+    func bindChecked(_ value: some DatabaseValueConvertible, at index: CInt) throws(DatabaseError) {
+        let code = value.bind(sqliteStatement: sqliteStatement, index: index)
+        if code != SQLITE_OK { throw bindError(code: code, index: index) }
+    }
+
+    @usableFromInline
+    func bindError(code: CInt, index: CInt) -> DatabaseError {
+        if code == SQLITE_TOOBIG {
+            return DatabaseError(
+                kind: .invalidArgument, code: ResultCode(rawValue: code),
+                message: "argument \(index) is too big for SQLite (integers are signed 64-bit; text and blobs are"
+                    + " limited by SQLITE_MAX_LENGTH)",
+                sql: sql)
+        }
+        return error(code: code)
+    }
+
+    /// Sets every parameter back to NULL.
+    ///
+    /// See [sqlite3_clear_bindings](https://www.sqlite.org/c3ref/clear_bindings.html).
+    public func clearBindings() throws {
+        try checkOpen()
+        sqlite3_clear_bindings(sqliteStatement)
+    }
+
+    // MARK: - Running
+
+    /// Runs one step.
+    ///
+    /// - Returns: `true` when a row is available, `false` when the statement is done.
+    /// - Throws: A SQLite error; the statement is then reset and can be run again.
+    @inlinable
+    public func step() throws -> Bool {
+        try checkOpen()
+        switch sqlite3_step(sqliteStatement) {
+        case SQLITE_ROW:
+            return true
+        case SQLITE_DONE:
+            return false
+        case let code:
+            let error = error(code: code)
+            sqlite3_reset(sqliteStatement)
+            throw error
+        }
+    }
+
+    /// Resets the statement so it can run again; bindings are kept.
+    ///
+    /// Errors of the previous run were thrown by ``step()``, so this only throws when the connection is closed.
+    /// See [sqlite3_reset](https://www.sqlite.org/c3ref/reset.html).
+    @inlinable
+    public func reset() throws {
+        try checkOpen()
+        sqlite3_reset(sqliteStatement)
+    }
+
+    /// Binds the values and runs the statement to completion (for INSERT, UPDATE, DELETE, DDL).
+    ///
+    /// Rows a SELECT would return are stepped over. Use ``Connection/lastInsertRowID`` and
+    /// ``Connection/changesCount`` for the outcome.
+    @inlinable
+    public func run<each Value: DatabaseValueConvertible>(_ values: repeat each Value) throws {
+        try reset()
+        try bind(repeat each values)
+        try runToCompletion()
+    }
+
+    /// Binds the arguments and runs the statement to completion.
+    public func run(arguments: StatementArguments) throws {
+        try reset()
+        try bind(arguments: arguments)
+        try runToCompletion()
+    }
+
+    @inlinable
+    func runToCompletion() throws {
+        while try step() {}
+        sqlite3_reset(sqliteStatement)
+    }
+
+    /// Binds the values and returns a cursor over the result rows.
+    @inlinable
+    public func cursor<each Value: DatabaseValueConvertible>(_ values: repeat each Value) throws -> RowCursor {
+        try reset()
+        try bind(repeat each values)
+        return RowCursor(statement: self)
+    }
+
+    /// Binds the arguments and returns a cursor over the result rows.
+    public func cursor(arguments: StatementArguments) throws -> RowCursor {
+        try reset()
+        try bind(arguments: arguments)
+        return RowCursor(statement: self)
+    }
+}
+
+@available(*, unavailable, message: "A Statement belongs to one thread; share a DatabaseQueue instead.")
+extension Statement: Sendable {}
+
+extension Statement: CustomStringConvertible {
+    /// The SQL. Bound values are never shown.
+    public var description: String { sql }
+}

@@ -1,0 +1,132 @@
+/// How a database is encrypted: a key and cipher settings, or nothing at all when explicitly asked for.
+///
+/// ```swift
+/// let db = try Connection(path: "notes.db", encryption: .key(key))
+/// let cache = try Connection(path: "cache.db", encryption: .none)   // plaintext, on purpose
+/// ```
+public struct Encryption: Sendable, CustomStringConvertible {
+    /// The key, or `nil` for a plaintext database.
+    public let key: EncryptionKey?
+
+    /// The cipher settings applied right after the key.
+    public let settings: CipherSettings
+
+    /// No encryption: a plaintext SQLite database. Opening an encrypted file this way fails with
+    /// ``DatabaseError/missingKey``.
+    public static let none = Encryption(key: nil, settings: .engineDefault)
+
+    /// Encryption with a key and cipher settings (the engine's defaults unless given).
+    public static func key(_ key: EncryptionKey, settings: CipherSettings = .engineDefault) -> Encryption {
+        Encryption(key: key, settings: settings)
+    }
+
+    /// Redacted: the key kind and the settings.
+    public var description: String {
+        guard let key else { return "Encryption.none" }
+        return "Encryption(\(key), \(settings))"
+    }
+}
+
+/// SQLCipher's cipher settings for one connection.
+///
+/// A `nil` field keeps the engine's default. Every setting is applied right after the key and read back; a setting
+/// the engine ignores (SQLite ignores unknown PRAGMAs) or does not support throws, rather than silently producing a
+/// database with other settings than asked for. The same settings must be used at every open of a database.
+///
+/// Settings are per connection: the process-wide `cipher_default_*` PRAGMAs are never used.
+///
+/// See [SQLCipher API](https://www.zetetic.net/sqlcipher/sqlcipher-api/).
+public struct CipherSettings: Sendable, Hashable, CustomStringConvertible {
+    /// A PBKDF2 variant (`cipher_kdf_algorithm`).
+    public enum KDFAlgorithm: String, Sendable, Hashable, CaseIterable {
+        case pbkdf2HMACSHA1 = "PBKDF2_HMAC_SHA1"
+        case pbkdf2HMACSHA256 = "PBKDF2_HMAC_SHA256"
+        case pbkdf2HMACSHA512 = "PBKDF2_HMAC_SHA512"
+    }
+
+    /// A page HMAC variant (`cipher_hmac_algorithm`).
+    public enum HMACAlgorithm: String, Sendable, Hashable, CaseIterable {
+        case hmacSHA1 = "HMAC_SHA1"
+        case hmacSHA256 = "HMAC_SHA256"
+        case hmacSHA512 = "HMAC_SHA512"
+    }
+
+    /// `cipher_compatibility` (SQLCipher 4): start from the defaults of SQLCipher major version 3 or 4. Applied
+    /// before the other fields, which then override it.
+    public var compatibility: Int?
+
+    /// `cipher_page_size`: a power of two from 512 to 65536.
+    public var pageSize: Int?
+
+    /// `kdf_iter`: PBKDF2 iterations for a passphrase (ignored for raw keys), at least 1.
+    public var kdfIterations: Int?
+
+    /// `cipher_use_hmac`: whether each page carries an HMAC (tamper detection). Turning it off is not recommended.
+    public var usesHMAC: Bool?
+
+    /// `cipher_kdf_algorithm` (SQLCipher 4; SQLCipher 3 has PBKDF2-HMAC-SHA1 only).
+    public var kdfAlgorithm: KDFAlgorithm?
+
+    /// `cipher_hmac_algorithm` (SQLCipher 4; SQLCipher 3 has HMAC-SHA1 only).
+    public var hmacAlgorithm: HMACAlgorithm?
+
+    /// `cipher_plaintext_header_size` (SQLCipher 4): bytes at the start of the file left unencrypted, a multiple
+    /// of 16 (typically 32). The salt is then not stored in the file: supply it with ``salt`` or a raw key with salt
+    /// at every open.
+    public var plaintextHeaderSize: Int?
+
+    /// `cipher_salt` (SQLCipher 4): the 16-byte database salt, for databases with a plaintext header. Not secret.
+    public var salt: [UInt8]?
+
+    /// Creates settings; `nil` keeps the engine's default.
+    public init(
+        compatibility: Int? = nil, pageSize: Int? = nil, kdfIterations: Int? = nil, usesHMAC: Bool? = nil,
+        kdfAlgorithm: KDFAlgorithm? = nil, hmacAlgorithm: HMACAlgorithm? = nil, plaintextHeaderSize: Int? = nil,
+        salt: [UInt8]? = nil
+    ) {
+        self.compatibility = compatibility
+        self.pageSize = pageSize
+        self.kdfIterations = kdfIterations
+        self.usesHMAC = usesHMAC
+        self.kdfAlgorithm = kdfAlgorithm
+        self.hmacAlgorithm = hmacAlgorithm
+        self.plaintextHeaderSize = plaintextHeaderSize
+        self.salt = salt
+    }
+
+    /// The linked engine's defaults (SQLCipher 3: 1024-byte pages, 64,000 PBKDF2-SHA1 iterations, HMAC-SHA1;
+    /// SQLCipher 4: 4096, 256,000, SHA512).
+    public static let engineDefault = CipherSettings()
+
+    /// SQLCipher 3's defaults, explicitly: a file both SQLCipher 3 and 4 can open with these settings.
+    public static let sqlcipher3 = CipherSettings(
+        pageSize: 1024, kdfIterations: 64000, usesHMAC: true,
+        kdfAlgorithm: .pbkdf2HMACSHA1, hmacAlgorithm: .hmacSHA1)
+
+    /// SQLCipher 4's defaults, explicitly (needs SQLCipher 4).
+    public static let sqlcipher4 = CipherSettings(
+        pageSize: 4096, kdfIterations: 256_000, usesHMAC: true,
+        kdfAlgorithm: .pbkdf2HMACSHA512, hmacAlgorithm: .hmacSHA512)
+
+    /// A plaintext header of `size` bytes (SQLCipher 4), with a salt.
+    public static func plaintextHeader(size: Int = 32, salt: [UInt8]? = nil) -> CipherSettings {
+        CipherSettings(plaintextHeaderSize: size, salt: salt)
+    }
+
+    /// `true` when no field is set.
+    public var isEngineDefault: Bool { self == .engineDefault }
+
+    /// The fields that are set.
+    public var description: String {
+        var parts: [String] = []
+        if let compatibility { parts.append("compatibility: \(compatibility)") }
+        if let pageSize { parts.append("pageSize: \(pageSize)") }
+        if let kdfIterations { parts.append("kdfIterations: \(kdfIterations)") }
+        if let usesHMAC { parts.append("usesHMAC: \(usesHMAC)") }
+        if let kdfAlgorithm { parts.append("kdfAlgorithm: \(kdfAlgorithm.rawValue)") }
+        if let hmacAlgorithm { parts.append("hmacAlgorithm: \(hmacAlgorithm.rawValue)") }
+        if let plaintextHeaderSize { parts.append("plaintextHeaderSize: \(plaintextHeaderSize)") }
+        if salt != nil { parts.append("salt: set") }
+        return parts.isEmpty ? "CipherSettings(engine defaults)" : "CipherSettings(" + parts.joined(separator: ", ") + ")"
+    }
+}

@@ -1,0 +1,225 @@
+import CSQLCipher
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The first 16 bytes of every plaintext SQLite database.
+let sqliteHeaderMagic: [UInt8] = Array("SQLite format 3".utf8) + [0]
+
+extension Connection {
+    /// Runs right after `sqlite3_open_v2`: key, cipher settings, verification of an existing file, `temp_store`.
+    func setUp(encryption: Encryption) throws {
+        let sqliteConnection = try checkedConnection()
+        let existingSize = Self.fileSize(atPath: filePath)
+
+        if let key = encryption.key {
+            // The key must be the first thing the handle does (SQLCIPHER-FACTS §11); it is never set twice.
+            let code = key.material.withUnsafeBytes { bytes in
+                sqlite3_key(sqliteConnection, bytes.baseAddress, CInt(bytes.count))
+            }
+            guard code == SQLITE_OK else {
+                throw DatabaseError(
+                    kind: .invalidKey, code: ResultCode(rawValue: code),
+                    message: "SQLCipher refused the key (sqlite3_key returned \(code))")
+            }
+            try applyCipherSettings(encryption.settings, key: key)
+        }
+
+        if let existingSize, existingSize > 0 {
+            try verifyExistingFile(size: existingSize, encryption: encryption)
+        }
+
+        if let timeout = options.busyTimeout {
+            try setBusyTimeout(timeout)
+        }
+
+        // temp_store=FILE writes plaintext temporary files (SQLCIPHER-FACTS §9): force MEMORY and check it took.
+        try execute("PRAGMA temp_store = MEMORY")
+        guard try pragmaInteger("temp_store") == 2 else {
+            throw DatabaseError(
+                kind: .verificationFailed, code: DatabaseError.SQLITE_ERROR,
+                message: "could not force temp_store to MEMORY; refusing a connection that may write plaintext"
+                    + " temporary files")
+        }
+    }
+
+    /// Applies each cipher setting and reads it back: SQLite ignores PRAGMAs it does not know.
+    private func applyCipherSettings(_ settings: CipherSettings, key: EncryptionKey) throws {
+        let isVersion4 = SQLCipher.supports(.version4Format)
+
+        if let compatibility = settings.compatibility {
+            guard compatibility == 3 || compatibility == 4 else {
+                throw Self.invalidSetting("compatibility must be 3 or 4, not \(compatibility)")
+            }
+            if isVersion4 {
+                try SQLCipher.require(.compatibility)
+                try applyPragma("cipher_compatibility", value: String(compatibility), expected: String(compatibility))
+            } else if compatibility == 4 {
+                try SQLCipher.require(.version4Format)
+            }
+            // compatibility 3 on SQLCipher 3 is the engine's only format: nothing to set.
+        }
+        if let pageSize = settings.pageSize {
+            guard pageSize >= 512, pageSize <= 65536, pageSize & (pageSize - 1) == 0 else {
+                throw Self.invalidSetting("page size must be a power of two from 512 to 65536, not \(pageSize)")
+            }
+            try applyPragma("cipher_page_size", value: String(pageSize), expected: String(pageSize))
+        }
+        if let kdfIterations = settings.kdfIterations {
+            guard kdfIterations >= 1 else {
+                throw Self.invalidSetting("KDF iterations must be at least 1, not \(kdfIterations)")
+            }
+            try applyPragma("kdf_iter", value: String(kdfIterations), expected: String(kdfIterations))
+        }
+        if let usesHMAC = settings.usesHMAC {
+            try applyPragma("cipher_use_hmac", value: usesHMAC ? "ON" : "OFF", expected: usesHMAC ? "1" : "0")
+        }
+        if let algorithm = settings.kdfAlgorithm {
+            if isVersion4 {
+                try applyPragma("cipher_kdf_algorithm", value: algorithm.rawValue, expected: algorithm.rawValue)
+            } else if algorithm != .pbkdf2HMACSHA1 {
+                try SQLCipher.require(.algorithmSelection)
+            }
+        }
+        if let algorithm = settings.hmacAlgorithm {
+            if isVersion4 {
+                try applyPragma("cipher_hmac_algorithm", value: algorithm.rawValue, expected: algorithm.rawValue)
+            } else if algorithm != .hmacSHA1 {
+                try SQLCipher.require(.algorithmSelection)
+            }
+        }
+        if let size = settings.plaintextHeaderSize {
+            try SQLCipher.require(.plaintextHeader)
+            let pageSize = settings.pageSize ?? (isVersion4 ? 4096 : 1024)
+            // An invalid size fails later with a misleading SQLITE_NOMEM (SQLCIPHER-FACTS §7).
+            guard size >= 0, size % 16 == 0, size < pageSize - 96 else {
+                throw Self.invalidSetting(
+                    "plaintext header size must be a multiple of 16 from 0 to \(pageSize - 112), not \(size)")
+            }
+            try applyPragma("cipher_plaintext_header_size", value: String(size), expected: String(size))
+            if size > 0 && settings.salt == nil && key.salt == nil && Self.fileSize(atPath: filePath) ?? 0 > 0 {
+                throw DatabaseError(
+                    kind: .invalidKey, code: DatabaseError.SQLITE_MISUSE,
+                    message: "a database with a plaintext header does not store its salt; give it with"
+                        + " CipherSettings.salt or a raw key with salt (x'<96 hex>')")
+            }
+        }
+        if let salt = settings.salt {
+            try SQLCipher.require(.plaintextHeader)
+            guard salt.count == EncryptionKey.saltByteCount else {
+                throw Self.invalidSetting("a salt must be \(EncryptionKey.saltByteCount) bytes, not \(salt.count)")
+            }
+            // The salt is not secret; it is stored in every normal SQLCipher file's first 16 bytes.
+            let hex = salt.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+            try execute("PRAGMA cipher_salt = \"x'\(hex)'\"")
+        }
+    }
+
+    private func applyPragma(_ name: String, value: String, expected: String) throws {
+        try execute("PRAGMA \(name) = \(value)")
+        let actual = try pragmaText(name)
+        guard actual?.caseInsensitiveEquals(expected) == true else {
+            throw DatabaseError(
+                kind: .unsupportedByEngine, code: DatabaseError.SQLITE_ERROR,
+                message: "SQLCipher \(SQLCipher.version) did not apply PRAGMA \(name) = \(value) (it reads back "
+                    + "\(actual.map { "`\($0)`" } ?? "nothing")); refusing to open with other settings than asked")
+        }
+    }
+
+    /// Reads page 1 of an existing file and turns SQLITE_NOTADB into an error that says what the file is.
+    private func verifyExistingFile(size: Int, encryption: Encryption) throws {
+        do {
+            _ = try scalar("SELECT count(*) FROM sqlite_master", as: Int.self)
+        } catch let error as DatabaseError where error.resultCode == DatabaseError.SQLITE_NOTADB {
+            throw classifyUnreadableFile(size: size, encryption: encryption, underlying: error)
+        }
+        // Every page size is a multiple of 512: anything else is a truncated or damaged file.
+        if size % 512 != 0 {
+            throw DatabaseError(
+                kind: .notADatabase, code: DatabaseError.SQLITE_CORRUPT,
+                message: "the file is \(size) bytes, not a whole number of pages: truncated or damaged (path: \(path))")
+        }
+    }
+
+    private func classifyUnreadableFile(size: Int, encryption: Encryption, underlying: DatabaseError) -> DatabaseError {
+        let header = Self.readPrefix(ofFile: filePath, count: 16)
+        let hasPlaintextMagic = header == sqliteHeaderMagic
+        let code = underlying.extendedResultCode
+        if encryption.key == nil {
+            if hasPlaintextMagic || size < 512 || size % 512 != 0 {
+                return DatabaseError(
+                    kind: .notADatabase, code: code,
+                    message: "the file is not a SQLite database, or it is truncated or damaged (path: \(path))")
+            }
+            return DatabaseError(
+                kind: .missingKey, code: code,
+                message: "the file is not a plaintext SQLite database; it is probably encrypted: open it with its key"
+                    + " (path: \(path))")
+        }
+        if hasPlaintextMagic && (encryption.settings.plaintextHeaderSize ?? 0) == 0 {
+            return DatabaseError(
+                kind: .notEncrypted, code: code,
+                message: "the file is a plaintext SQLite database, not an encrypted one; open it with"
+                    + " Encryption.none, or encrypt it into a new file with an export (path: \(path))")
+        }
+        if size < 512 || size % 512 != 0 {
+            return DatabaseError(
+                kind: .notADatabase, code: code,
+                message: "the file is \(size) bytes, not a whole number of pages: it is not a database, or it is"
+                    + " truncated (path: \(path))")
+        }
+        return DatabaseError(
+            kind: .wrongKey, code: code,
+            message: "the key does not open the database: wrong key, wrong cipher settings, or not an SQLCipher"
+                + " database (path: \(path))")
+    }
+
+    // MARK: - Helpers
+
+    /// Reads a PRAGMA's first value as text; `nil` when it returns no row (unknown PRAGMA).
+    func pragmaText(_ name: String) throws -> String? {
+        let statement = try prepare("PRAGMA \(name)")
+        guard try statement.step() else { return nil }
+        return String.decode(sqliteStatement: statement.sqliteStatement, column: 0)
+            ?? Int64.decode(sqliteStatement: statement.sqliteStatement, column: 0).map { String($0) }
+    }
+
+    /// Reads a PRAGMA's first value as an integer.
+    func pragmaInteger(_ name: String) throws -> Int? {
+        try pragmaText(name).flatMap { Int($0) }
+    }
+
+    static func invalidSetting(_ message: String) -> DatabaseError {
+        DatabaseError(kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE, message: message)
+    }
+
+    /// The size of a regular file, or `nil` when there is none.
+    static func fileSize(atPath path: String) -> Int? {
+        guard !path.isEmpty else { return nil }
+        var status = stat()
+        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int(status.st_size)
+    }
+
+    /// The first bytes of a file (fewer when it is shorter), or `[]` when it cannot be read.
+    static func readPrefix(ofFile path: String, count: Int) -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return [] }
+        defer { closeFileDescriptor(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        let readCount = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, count) }
+        return readCount > 0 ? Array(bytes.prefix(readCount)) : []
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+
+    func caseInsensitiveEquals(_ other: String) -> Bool {
+        lowercased() == other.lowercased()
+    }
+}
