@@ -1,1 +1,131 @@
-print("benchmarks")
+// sqlcipherkit-benchmarks: SQLCipherKit against the raw SQLCipher C API, in one process, on one encrypted file.
+// See Docs/Performance.md. Exit code 0 whatever the ratios; 1 on errors.
+import CSQLCipher
+import SQLCipherKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A fresh random raw key in SQLCipher's text form `x'<64 hex>'`: no KDF on open.
+func randomRawKeyText() -> String {
+    var generator = SystemRandomNumberGenerator()
+    let hex = (0..<32).map { _ in
+        let byte = UInt8.random(in: .min ... .max, using: &generator)
+        return String(byte >> 4, radix: 16) + String(byte & 0xF, radix: 16)
+    }.joined()
+    return "x'\(hex)'"
+}
+
+/// Writes a line to file descriptor 2 (the C `stderr` global is not concurrency-safe in Swift 6).
+func printToStandardError(_ message: String) {
+    var line = message + "\n"
+    line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+}
+
+/// A new private folder under `base` (or the temporary folder), removed by ``removeDirectory(_:)``.
+func makeTemporaryDirectory(under base: String?) throws(BenchmarkError) -> String {
+    let parent = base ?? getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+    var template = Array((parent + "/sqlcipherkit-benchmarks.XXXXXX").utf8CString)
+    guard let created = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+        throw .system("cannot create a folder in \(parent): \(String(cString: strerror(errno)))")
+    }
+    return String(cString: created)
+}
+
+/// Removes the database files the benchmark may have created, then the folder.
+func removeDirectory(_ directory: String, databasePath: String) {
+    for suffix in ["", "-journal", "-wal", "-shm"] {
+        unlink(databasePath + suffix)
+    }
+    if rmdir(directory) != 0 {
+        printToStandardError("warning: could not remove \(directory): \(String(cString: strerror(errno)))")
+    }
+}
+
+func runBenchmarks(_ options: BenchmarkOptions) throws {
+    #if DEBUG
+    print("WARNING: debug build; the figures mean nothing. Use swift build -c release.\n")
+    #endif
+    let directory = try makeTemporaryDirectory(under: options.baseDirectory)
+    let databasePath = directory + "/benchmark.sqlite"
+    defer { removeDirectory(directory, databasePath: databasePath) }
+
+    let keyText = randomRawKeyText()
+    let db = try Connection(path: databasePath, key: EncryptionKey(sqlcipherRawKeyText: keyText))
+    defer { db.close() }
+
+    print("SQLCipherKit benchmarks (raw key, same encrypted file, one process)")
+    print("  SQLCipher \(SQLCipher.version), SQLite \(SQLCipher.sqliteVersion),"
+        + " crypto \(SQLCipher.cryptoProvider) \(SQLCipher.cryptoProviderVersion)")
+    print("  machine: \(MachineDescription.processorCount) CPU (nproc), \(MachineDescription.cpuModel),"
+        + " \(MachineDescription.kernel)")
+    print("  iterations: \(options.warmUpCount) warm-up + \(options.fetchIterationCount) fetch,"
+        + " \(options.warmUpCount) + \(options.insertIterationCount) insert\(options.isQuick ? " (--quick)" : "")")
+    print("  database: \(databasePath)")
+
+    try Workloads.createFetchSource(db)
+    let raw = try RawConnection(path: databasePath, rawKeyText: keyText)
+    let pageSize = try raw.integer("PRAGMA page_size")
+    let pageCount = try raw.integer("PRAGMA page_count")
+    let cacheSize = try raw.integer("PRAGMA cache_size")
+    print("  page size \(pageSize) B, \(pageCount) pages after setup, cache_size \(cacheSize)"
+        + " (\(cacheSize < 0 ? "\(-cacheSize) KiB" : "\(cacheSize) pages"))")
+    print("")
+
+    // Fetch: every iteration reads the whole table (larger than the page cache, so pages are decrypted each time).
+    var fetch = Measurement(
+        name: "fetch \(Workloads.fetchRowCount) rows x \(Workloads.columnCount) INTEGER",
+        rowCount: Workloads.fetchRowCount, targetRatio: 1.05)
+    var rawSum: Int64 = 0
+    var wrapperSum: Int64 = 0
+    try compare(
+        &fetch, warmUpCount: options.warmUpCount, iterationCount: options.fetchIterationCount,
+        raw: { _ in try measureSeconds { rawSum = try Workloads.rawFetch(raw) } },
+        wrapper: { _ in try measureSeconds { wrapperSum = try Workloads.wrapperFetch(db) } })
+    guard rawSum == wrapperSum else { throw BenchmarkError.mismatch("fetch sums \(rawSum) and \(wrapperSum)") }
+
+    // Insert: a fresh table per run, created before and dropped after the timed transaction.
+    var insert = Measurement(
+        name: "insert \(Workloads.insertRowCount) rows x \(Workloads.columnCount) INTEGER",
+        rowCount: Workloads.insertRowCount, targetRatio: 1.3)
+    try compare(
+        &insert, warmUpCount: options.warmUpCount, iterationCount: options.insertIterationCount,
+        raw: { iteration in
+            let table = "insert_raw_\(iteration)"
+            try raw.execute(Workloads.createTableSQL(table))
+            let seconds = try measureSeconds { try Workloads.rawInsert(raw, table: table) }
+            guard try raw.integer("SELECT count(*) FROM \(table)") == Workloads.insertRowCount else {
+                throw BenchmarkError.mismatch("raw insert left a wrong row count")
+            }
+            try raw.execute("DROP TABLE \(table)")
+            return seconds
+        },
+        wrapper: { iteration in
+            let table = "insert_wrapper_\(iteration)"
+            try db.execute(Workloads.createTableSQL(table))
+            let seconds = try measureSeconds { try Workloads.wrapperInsert(db, table: table) }
+            guard try db.scalar("SELECT count(*) FROM \(table)", as: Int.self) == Workloads.insertRowCount else {
+                throw BenchmarkError.mismatch("SQLCipherKit insert left a wrong row count")
+            }
+            try db.execute("DROP TABLE \(table)")
+            return seconds
+        })
+
+    printTable([fetch, insert])
+    print("")
+    print("checksum \(rawSum); targets: fetch <= 1.05x raw, insert <= 1.3x raw"
+        + " (\(fetch.meetsTarget && insert.meetsTarget ? "both met" : "not all met"))")
+}
+
+do {
+    guard let options = try BenchmarkOptions.parse(Array(CommandLine.arguments.dropFirst())) else {
+        print(BenchmarkOptions.usage)
+        exit(0)
+    }
+    try runBenchmarks(options)
+} catch {
+    printToStandardError("sqlcipherkit-benchmarks: \(error)")
+    exit(1)
+}

@@ -10,10 +10,12 @@ struct SQLCipherKitCommand: ParsableCommand {
             Keys are never accepted as argument values: they come from key files, environment variables or \
             standard input.
 
-            Example:
+            Examples:
               sqlcipherkit --version
+              sqlcipherkit demo
             """,
-        version: VersionReport.text
+        version: VersionReport.text,
+        subcommands: [DemoCommand.self]
     )
 }
 

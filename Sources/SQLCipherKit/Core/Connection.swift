@@ -30,8 +30,9 @@ import Darwin
 ///
 /// See [Database Connection Handle](https://www.sqlite.org/c3ref/sqlite3.html).
 public final class Connection {
+    /// Replaced when the connection reopens after a rekey; statements of the old handle then report it closed.
     @usableFromInline
-    let handle: ConnectionHandle
+    private(set) var handle: ConnectionHandle
 
     /// The raw `sqlite3*`, or `nil` once closed. Do not close it yourself.
     public var sqliteConnection: OpaquePointer? { handle.sqliteConnection }
@@ -42,11 +43,15 @@ public final class Connection {
     /// The options the connection was opened with.
     public let options: OpenOptions
 
+    /// The key and settings; kept (in a wiped buffer) to reopen after a rekey and to report which key opens the
+    /// file after a failed one.
+    private(set) var encryption: Encryption
+
     /// `true` when the connection was opened with a key.
-    public let isEncrypted: Bool
+    public var isEncrypted: Bool { encryption.key != nil }
 
     /// The cipher settings the connection was opened with.
-    public let cipherSettings: CipherSettings
+    public var cipherSettings: CipherSettings { encryption.settings }
 
     @usableFromInline
     var statementCache: StatementCache
@@ -73,6 +78,9 @@ public final class Connection {
 
     /// Opens (or creates) a database, encrypted or, with ``Encryption/none``, plaintext.
     ///
+    /// A file the connection creates gets mode 0600 (SQLite gives its `-wal`, `-shm` and `-journal` files the
+    /// same mode).
+    ///
     /// - Throws: See ``init(path:key:settings:options:)``; with ``Encryption/none``, ``DatabaseError/missingKey``
     ///   when the file is not a plaintext database (probably encrypted).
     public init(path: String, encryption: Encryption, options: OpenOptions = .init()) throws {
@@ -82,23 +90,31 @@ public final class Connection {
                 kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
                 message: "cipher settings were given without a key; a plaintext database has no cipher settings")
         }
+        self.path = path
+        self.options = options
+        self.encryption = encryption
+        self.statementCache = StatementCache(capacity: options.statementCacheCapacity)
+        self.handle = ConnectionHandle()
+        try open(encryption: encryption)
+    }
+
+    /// Opens a new handle with `encryption`, replacing the current (closed) one.
+    func open(encryption: Encryption) throws {
+        if options.mode == .readWriteCreate && !options.isURI {
+            FileCreation.createPrivateFileIfMissing(atPath: path)
+        }
         var flags = options.mode.flags | SQLITE_OPEN_NOMUTEX
         if options.isURI { flags |= SQLITE_OPEN_URI }
         var sqliteConnection: OpaquePointer?
         let code = sqlite3_open_v2(path, &sqliteConnection, flags, nil)
         guard code == SQLITE_OK, let sqliteConnection else {
-            var error = DatabaseError.sqlite(code: code, connection: sqliteConnection)
-            error = DatabaseError(
-                kind: error.kind, code: error.extendedResultCode, message: "\(error.message) (path: \(path))")
+            let error = DatabaseError.sqlite(code: code, connection: sqliteConnection)
             sqlite3_close(sqliteConnection)
-            throw error
+            throw DatabaseError(
+                kind: error.kind, code: error.extendedResultCode, message: "\(error.message) (path: \(path))")
         }
-        self.handle = ConnectionHandle(sqliteConnection)
-        self.path = path
-        self.options = options
-        self.isEncrypted = encryption.key != nil
-        self.cipherSettings = encryption.settings
-        self.statementCache = StatementCache(capacity: options.statementCacheCapacity)
+        statementCache.removeAll()
+        handle = ConnectionHandle(sqliteConnection)
         do {
             sqlite3_extended_result_codes(sqliteConnection, 1)
             try setUp(encryption: encryption)
@@ -106,6 +122,8 @@ public final class Connection {
             handle.close()
             throw error
         }
+        self.encryption = encryption
+        handle.register(filePath: filePath)
     }
 
     /// Opens a private in-memory database. Nothing is written to disk.

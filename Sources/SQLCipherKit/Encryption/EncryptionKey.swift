@@ -63,7 +63,7 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
     /// - Throws: ``DatabaseError/invalidKey`` for an empty passphrase.
     public init(passphrase: String) throws {
         var passphrase = passphrase
-        try self.init(passphraseBuffer: passphrase.withUTF8 { UnsafeRawBufferPointer($0) }.copyIntoSecret())
+        try self.init(passphraseBuffer: passphrase.withUTF8 { UnsafeRawBufferPointer($0).copyIntoSecret() })
     }
 
     /// A passphrase key from bytes (any bytes, including NUL).

@@ -3,7 +3,7 @@ import SQLCipherKit
 import Testing
 
 /// A fresh temporary directory for one test, always removed afterwards.
-struct TemporaryDirectory: ~Copyable {
+final class TemporaryDirectory {
     let url: URL
 
     init() throws {
@@ -23,7 +23,8 @@ struct TemporaryDirectory: ~Copyable {
 }
 
 /// Runs `body` with a temporary directory that is removed afterwards, whatever happens.
-func withTemporaryDirectory<T>(_ body: (borrowing TemporaryDirectory) throws -> T) throws -> T {
+@discardableResult
+func withTemporaryDirectory<T>(_ body: (TemporaryDirectory) throws -> T) throws -> T {
     let directory = try TemporaryDirectory()
     return try body(directory)
 }

@@ -1,0 +1,160 @@
+import CSQLCipher
+
+extension Connection {
+    /// Changes the key of the database in place, then reopens the connection with the new key and verifies it.
+    ///
+    /// ```swift
+    /// try db.rekey(to: newKey)   // db is open again, with the new key
+    /// ```
+    ///
+    /// SQLCipher's rekey rewrites every page in one transaction (atomic under a crash), but reports almost no errors
+    /// in SQLCipher 3 and leaves the handle unusable after a failure (SQLCIPHER-FACTS §4). So this method:
+    /// - refuses to run inside a transaction (rekey would commit it), on a read-only or plaintext connection, and
+    ///   while other SQLCipherKit connections of this process have the file open (they would keep the old key and
+    ///   corrupt the file with their next write);
+    /// - in WAL mode, checkpoints with TRUNCATE, so a copy of the main file no longer opens with the old key;
+    /// - always closes the handle, then reopens with the new key and runs `PRAGMA quick_check` (every page is
+    ///   decrypted and its HMAC checked).
+    ///
+    /// On failure the connection stays closed (``isClosed`` is `true`) and the error says whether the file now opens
+    /// with the old key, the new key, or neither.
+    ///
+    /// Other processes must not have the database open; use the `sqlcipherkit rotate` command (copy method) when
+    /// that cannot be guaranteed.
+    ///
+    /// - Parameter newKey: The new key. For a database with a plaintext header, a raw key without salt gets the
+    ///   current salt (rekey keeps the salt).
+    /// - Throws: ``DatabaseError/invalidState`` when a precondition fails (nothing was changed);
+    ///   ``DatabaseError/verificationFailed`` when the rekey did not take (the message says which key opens the file).
+    public func rekey(to newKey: EncryptionKey) throws {
+        let sqliteConnection = try checkedConnection()
+        guard let oldKey = encryption.key else {
+            throw Self.rekeyRefused(
+                "the database is not encrypted; rekey cannot encrypt it (SQLCipher ignores it). Export it into an"
+                    + " encrypted copy with exportEncrypted(to:key:settings:)")
+        }
+        guard !isInsideTransaction else {
+            throw Self.rekeyRefused("a transaction is open; rekey would commit it. Commit or roll back first")
+        }
+        guard !isReadOnly else {
+            throw Self.rekeyRefused("the connection is read-only")
+        }
+        let otherCount = OpenFiles.openCount(path: filePath) - 1
+        guard otherCount <= 0 else {
+            throw Self.rekeyRefused(
+                "\(otherCount) other connection(s) of this process have the file open; they would keep the old key"
+                    + " and corrupt the file with their next write. Close them first")
+        }
+        var newKey = newKey
+        if newKey.kind == .raw, let salt = oldKey.salt {
+            newKey = try newKey.withSalt(salt)
+        }
+        let settings = encryption.settings
+        let isWAL = try pragmaText("journal_mode")?.caseInsensitiveEquals("wal") == true
+
+        statementCache.removeAll()
+        let code = newKey.material.withUnsafeBytes { bytes in
+            sqlite3_rekey(sqliteConnection, bytes.baseAddress, CInt(bytes.count))
+        }
+        var checkpointError: Error?
+        if code == SQLITE_OK && isWAL {
+            do { try checkpointTruncate() } catch { checkpointError = error }
+        }
+        // A handle that attempted a rekey is never used again, whatever the result (SQLCIPHER-FACTS §0.4).
+        close()
+
+        do {
+            guard code == SQLITE_OK else {
+                throw DatabaseError(
+                    kind: .sqlite, code: ResultCode(rawValue: code), message: String(cString: sqlite3_errstr(code)))
+            }
+            try open(encryption: .key(newKey, settings: settings))
+            try quickCheck()
+            if isWAL && checkpointError != nil {
+                try checkpointTruncate()
+            }
+        } catch {
+            close()
+            let opensWithNew = Self.keyOpens(path: path, options: options, encryption: .key(newKey, settings: settings))
+            let opensWithOld = Self.keyOpens(path: path, options: options, encryption: .key(oldKey, settings: settings))
+            let state = switch (opensWithOld, opensWithNew) {
+            case (true, false): "the file still opens with the OLD key only; nothing was changed"
+            case (false, true): "the file opens with the NEW key, but verification failed"
+            case (true, true): "the file opens with both keys (were they the same?)"
+            case (false, false): "the file opens with NEITHER key; restore it from a backup"
+            }
+            let reason = (error as? DatabaseError)?.message ?? "\(error)"
+            throw DatabaseError(
+                kind: .verificationFailed, code: (error as? DatabaseError)?.extendedResultCode
+                    ?? DatabaseError.SQLITE_ERROR,
+                message: "rekey failed (\(reason)); \(state). The connection is closed")
+        }
+    }
+
+    /// `PRAGMA quick_check`: reads (and so decrypts and authenticates) every page.
+    ///
+    /// - Throws: ``DatabaseError/verificationFailed`` with SQLite's report when the result is not `ok`.
+    public func quickCheck() throws {
+        let report = try all("PRAGMA quick_check", as: String.self)
+        guard report == ["ok"] else {
+            throw DatabaseError(
+                kind: .verificationFailed, code: DatabaseError.SQLITE_CORRUPT,
+                message: "PRAGMA quick_check failed: " + report.prefix(5).joined(separator: "; "))
+        }
+    }
+
+    /// `PRAGMA wal_checkpoint(TRUNCATE)`, which must complete (no reader in the way).
+    func checkpointTruncate() throws {
+        let isBusy = try first("PRAGMA wal_checkpoint(TRUNCATE)") { row in try row[0] as Int }
+        guard isBusy == 0 else {
+            throw DatabaseError(
+                kind: .invalidState, code: DatabaseError.SQLITE_BUSY,
+                message: "the WAL checkpoint could not complete: another connection is reading the database")
+        }
+    }
+
+    static func keyOpens(path: String, options: OpenOptions, encryption: Encryption) -> Bool {
+        var probeOptions = options
+        probeOptions.mode = .readWrite
+        guard let connection = try? Connection(path: path, encryption: encryption, options: probeOptions) else {
+            return false
+        }
+        defer { connection.close() }
+        return (try? connection.quickCheck()) != nil
+    }
+
+    static func rekeyRefused(_ message: String) -> DatabaseError {
+        DatabaseError(kind: .invalidState, code: DatabaseError.SQLITE_MISUSE, message: "rekey refused: " + message)
+    }
+
+    /// The database salt: the 16 bytes that, with the key, derive the encryption key (`nil` for a plaintext or
+    /// still empty database). Not secret. For a database with a plaintext header it is not stored in the file, and
+    /// must be kept and given at every open. A new database gets its salt with its first write.
+    public var cipherSalt: [UInt8]? {
+        get throws {
+            guard isEncrypted else { return nil }
+            if SQLCipher.supports(.plaintextHeader) {
+                // A new, empty database has no salt until its first write.
+                guard (regularFileSize(atPath: filePath) ?? 0) > 0 else { return nil }
+                guard let hex = try pragmaText("cipher_salt"), hex.count == 32 else { return nil }
+                return hexBytes(hex)
+            }
+            guard (regularFileSize(atPath: filePath) ?? 0) >= 16 else { return nil }
+            return readFilePrefix(atPath: filePath, count: 16)
+        }
+    }
+}
+
+func hexBytes(_ hex: String) -> [UInt8]? {
+    let digits = Array(hex.utf8)
+    guard digits.count % 2 == 0 else { return nil }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(digits.count / 2)
+    for index in stride(from: 0, to: digits.count, by: 2) {
+        guard let value = UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) else {
+            return nil
+        }
+        bytes.append(value)
+    }
+    return bytes
+}

@@ -1,0 +1,52 @@
+/// The timings of one benchmark: raw C API and SQLCipherKit, measured alternately.
+struct Measurement {
+    let name: String
+    let rowCount: Int
+    /// The largest wrapper/raw ratio that meets the project's target.
+    let targetRatio: Double
+    var rawSeconds: [Double] = []
+    var wrapperSeconds: [Double] = []
+
+    var rawMedian: Double { Self.median(rawSeconds) }
+    var wrapperMedian: Double { Self.median(wrapperSeconds) }
+    var ratio: Double { wrapperMedian / rawMedian }
+    var meetsTarget: Bool { ratio <= targetRatio }
+
+    /// The median of the per-iteration ratios (each pair ran back to back), a cross-check on ``ratio``.
+    var pairedRatioMedian: Double {
+        Self.median(zip(wrapperSeconds, rawSeconds).map { $0 / $1 })
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        guard !values.isEmpty else { return .nan }
+        let sorted = values.sorted()
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+}
+
+/// Seconds taken by `body`, on the monotonic clock.
+@inline(never)
+func measureSeconds(_ body: () throws -> Void) rethrows -> Double {
+    let clock = ContinuousClock()
+    let start = clock.now
+    try body()
+    let elapsed = clock.now - start
+    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+}
+
+/// Runs `raw` and `wrapper` `warmUpCount + iterationCount` times, alternating which goes first to cancel drift, and
+/// records the timed iterations.
+func compare(
+    _ measurement: inout Measurement, warmUpCount: Int, iterationCount: Int,
+    raw: (_ iteration: Int) throws -> Double, wrapper: (_ iteration: Int) throws -> Double
+) throws {
+    for iteration in 0..<(warmUpCount + iterationCount) {
+        let rawFirst = iteration % 2 == 0
+        let first = try rawFirst ? raw(iteration) : wrapper(iteration)
+        let second = try rawFirst ? wrapper(iteration) : raw(iteration)
+        guard iteration >= warmUpCount else { continue }
+        measurement.rawSeconds.append(rawFirst ? first : second)
+        measurement.wrapperSeconds.append(rawFirst ? second : first)
+    }
+}

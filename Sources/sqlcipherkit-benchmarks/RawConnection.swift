@@ -1,0 +1,62 @@
+import CSQLCipher
+
+/// The baseline: a `sqlite3*` used through the C API only, set up like a SQLCipherKit connection (same open flags,
+/// raw key, busy timeout and `temp_store`) so that only the wrapper's own cost differs.
+final class RawConnection {
+    let sqliteConnection: OpaquePointer
+
+    init(path: String, rawKeyText: String) throws(BenchmarkError) {
+        var sqliteConnection: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let code = sqlite3_open_v2(path, &sqliteConnection, flags, nil)
+        guard code == SQLITE_OK, let sqliteConnection else {
+            let message = sqliteConnection.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(sqliteConnection)
+            throw .sqlite(operation: "sqlite3_open_v2", code: code, message: message)
+        }
+        self.sqliteConnection = sqliteConnection
+        let keyCode = rawKeyText.withCString { sqlite3_key(sqliteConnection, $0, Int32(rawKeyText.utf8.count)) }
+        try check(keyCode, "sqlite3_key")
+        sqlite3_busy_timeout(sqliteConnection, 5000)
+        try execute("PRAGMA temp_store = MEMORY")
+        try execute("SELECT count(*) FROM sqlite_master")
+    }
+
+    deinit {
+        sqlite3_close_v2(sqliteConnection)
+    }
+
+    func check(_ code: Int32, _ operation: String) throws(BenchmarkError) {
+        guard code == SQLITE_OK else {
+            throw .sqlite(operation: operation, code: code, message: String(cString: sqlite3_errmsg(sqliteConnection)))
+        }
+    }
+
+    /// Runs SQL statements, ignoring any rows.
+    func execute(_ sql: String) throws(BenchmarkError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(sqliteConnection, sql, nil, nil, &message)
+        defer { sqlite3_free(message) }
+        guard code == SQLITE_OK else {
+            throw .sqlite(operation: sql, code: code, message: message.map { String(cString: $0) } ?? "")
+        }
+    }
+
+    func prepare(_ sql: String) throws(BenchmarkError) -> OpaquePointer {
+        var statement: OpaquePointer?
+        try check(sqlite3_prepare_v2(sqliteConnection, sql, -1, &statement, nil), "prepare `\(sql)`")
+        guard let statement else { throw .sqlite(operation: "prepare `\(sql)`", code: 0, message: "no statement") }
+        return statement
+    }
+
+    /// The first column of the first row as an integer.
+    func integer(_ sql: String) throws(BenchmarkError) -> Int64 {
+        let statement = try prepare(sql)
+        defer { sqlite3_finalize(statement) }
+        let code = sqlite3_step(statement)
+        guard code == SQLITE_ROW else {
+            throw .sqlite(operation: sql, code: code, message: String(cString: sqlite3_errmsg(sqliteConnection)))
+        }
+        return sqlite3_column_int64(statement, 0)
+    }
+}

@@ -1,0 +1,109 @@
+import CSQLCipher
+import SQLCipherKit
+
+/// The two workloads, each written once against the C API and once against SQLCipherKit.
+///
+/// Both sides do the same work per row (the same values computed the same way, every column read), and return a
+/// checksum that is printed and compared, so the optimizer cannot drop any of it.
+enum Workloads {
+    static let columnCount = 10
+    static let fetchRowCount = 200_000
+    static let insertRowCount = 50_000
+
+    static let columnList = (0..<columnCount).map { "c\($0)" }.joined(separator: ", ")
+    static let fetchTable = "fetch_source"
+    static let fetchSQL = "SELECT \(columnList) FROM \(fetchTable)"
+
+    static func createTableSQL(_ name: String) -> String {
+        "CREATE TABLE \(name)(" + (0..<columnCount).map { "c\($0) INTEGER" }.joined(separator: ", ") + ")"
+    }
+
+    static func insertSQL(_ table: String) -> String {
+        "INSERT INTO \(table)(\(columnList)) VALUES (" + Array(repeating: "?", count: columnCount)
+            .joined(separator: ", ") + ")"
+    }
+
+    /// The value of a column of a row: a mix of 1- to 4-byte record encodings, so rows look like real data.
+    @inline(__always)
+    static func value(row: Int, column: Int) -> Int64 {
+        (Int64(row) &* 2_654_435_761 &+ Int64(column) &* 40_503) & (column & 1 == 0 ? 0xFF_FFFF : 0x3FF)
+    }
+
+    /// Fills the table read by the fetch benchmark (through SQLCipherKit, untimed).
+    static func createFetchSource(_ db: Connection) throws {
+        try db.execute(createTableSQL(fetchTable))
+        try db.transaction {
+            let insert = try db.prepare(insertSQL(fetchTable))
+            for row in 0..<fetchRowCount {
+                try insert.run(
+                    value(row: row, column: 0), value(row: row, column: 1), value(row: row, column: 2),
+                    value(row: row, column: 3), value(row: row, column: 4), value(row: row, column: 5),
+                    value(row: row, column: 6), value(row: row, column: 7), value(row: row, column: 8),
+                    value(row: row, column: 9))
+            }
+        }
+    }
+
+    // MARK: - Fetch
+
+    /// Reads every column of every row with `sqlite3_column_int64`; returns the sum.
+    static func rawFetch(_ raw: RawConnection) throws(BenchmarkError) -> Int64 {
+        let statement = try raw.prepare(fetchSQL)
+        defer { sqlite3_finalize(statement) }
+        var sum: Int64 = 0
+        while true {
+            let code = sqlite3_step(statement)
+            if code == SQLITE_DONE { break }
+            guard code == SQLITE_ROW else { try raw.check(code, "step `\(fetchSQL)`"); break }
+            for column in 0..<Int32(columnCount) {
+                sum &+= sqlite3_column_int64(statement, column)
+            }
+        }
+        return sum
+    }
+
+    /// Reads every column of every row with a cursor and `row[i] as Int64`; returns the sum.
+    static func wrapperFetch(_ db: Connection) throws -> Int64 {
+        var sum: Int64 = 0
+        let rows = try db.cursor(fetchSQL)
+        while let row = try rows.next() {
+            for column in 0..<columnCount {
+                sum &+= try row[column] as Int64
+            }
+        }
+        return sum
+    }
+
+    // MARK: - Insert
+
+    /// BEGIN IMMEDIATE, one prepared statement (bind ×10, step, reset per row), COMMIT.
+    static func rawInsert(_ raw: RawConnection, table: String) throws(BenchmarkError) {
+        try raw.execute("BEGIN IMMEDIATE TRANSACTION")
+        let statement = try raw.prepare(insertSQL(table))
+        for row in 0..<insertRowCount {
+            for column in 0..<columnCount {
+                let code = sqlite3_bind_int64(statement, Int32(column + 1), value(row: row, column: column))
+                if code != SQLITE_OK { sqlite3_finalize(statement); try raw.check(code, "bind") }
+            }
+            let code = sqlite3_step(statement)
+            if code != SQLITE_DONE { sqlite3_finalize(statement); try raw.check(code, "step `INSERT`") }
+            sqlite3_reset(statement)
+        }
+        sqlite3_finalize(statement)
+        try raw.execute("COMMIT TRANSACTION")
+    }
+
+    /// `transaction {}`, one prepared statement, `run(v0, …, v9)` per row.
+    static func wrapperInsert(_ db: Connection, table: String) throws {
+        try db.transaction {
+            let insert = try db.prepare(insertSQL(table))
+            for row in 0..<insertRowCount {
+                try insert.run(
+                    value(row: row, column: 0), value(row: row, column: 1), value(row: row, column: 2),
+                    value(row: row, column: 3), value(row: row, column: 4), value(row: row, column: 5),
+                    value(row: row, column: 6), value(row: row, column: 7), value(row: row, column: 8),
+                    value(row: row, column: 9))
+            }
+        }
+    }
+}

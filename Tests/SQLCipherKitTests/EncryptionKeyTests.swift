@@ -1,0 +1,135 @@
+import Foundation
+import SQLCipherKit
+import Testing
+
+@Suite("EncryptionKey")
+struct EncryptionKeyTests {
+    static let hex64 = String(repeating: "0123456789abcdef", count: 4)
+    static let hex32 = String(repeating: "a5", count: 16)
+
+    @Test("a passphrase of any bytes is accepted, an empty one refused before it reaches C")
+    func passphrases() throws {
+        #expect(try EncryptionKey(passphrase: "correct horse").kind == .passphrase)
+        #expect(try EncryptionKey(passphraseBytes: [0x61, 0x00, 0x62]).kind == .passphrase)
+        expectError(.invalidKey) { try EncryptionKey(passphrase: "") }
+        expectError(.invalidKey) { try EncryptionKey(passphraseBytes: [UInt8]()) }
+    }
+
+    @Test("x'<64 hex>' is a raw key and x'<96 hex>' a raw key with salt, in either case")
+    func rawKeyText() throws {
+        let raw = try EncryptionKey(sqlcipherRawKeyText: "x'\(Self.hex64)'")
+        #expect(raw.kind == .raw)
+        #expect(raw.salt == nil)
+        let withSalt = try EncryptionKey(sqlcipherRawKeyText: "X'\(Self.hex64.uppercased())\(Self.hex32)'")
+        #expect(withSalt.kind == .rawWithSalt)
+        #expect(withSalt.salt == [UInt8](repeating: 0xA5, count: 16))
+        let lower = try EncryptionKey(sqlcipherRawKeyText: "x'\(Self.hex64)\(Self.hex32)'")
+        #expect(lower.isSameKey(as: withSalt))
+    }
+
+    @Test("hex of the wrong length or with non-hex digits is an error, not a passphrase", arguments: [
+        "x'\(String(repeating: "ab", count: 40))'",   // 80 hex
+        "x'\(String(repeating: "ab", count: 31))'",   // 62 hex
+        "x'\(String(repeating: "zz", count: 32))'",
+        "x'\(String(repeating: "ab", count: 32))",    // no closing quote
+        "x''",
+    ])
+    func malformedRawKeyText(_ text: String) {
+        let error = expectError(.invalidKey) { try EncryptionKey(sqlcipherRawKeyText: text) }
+        #expect(error?.message.contains("ab") == false)
+        #expect(error?.message.contains("zz") == false)
+    }
+
+    @Test("raw keys from bytes check their lengths")
+    func rawKeyBytes() throws {
+        #expect(try EncryptionKey(rawKey: [UInt8](repeating: 1, count: 32)).kind == .raw)
+        #expect(try EncryptionKey(rawKey: [UInt8](repeating: 1, count: 32), salt: [UInt8](repeating: 2, count: 16))
+            .kind == .rawWithSalt)
+        expectError(.invalidKey) { try EncryptionKey(rawKey: [UInt8](repeating: 1, count: 31)) }
+        expectError(.invalidKey) {
+            try EncryptionKey(rawKey: [UInt8](repeating: 1, count: 32), salt: [UInt8](repeating: 2, count: 8))
+        }
+    }
+
+    @Test("generated raw keys are random and of the right kind")
+    func generated() throws {
+        let a = try EncryptionKey.generateRaw()
+        let b = try EncryptionKey.generateRaw()
+        #expect(a.kind == .raw)
+        #expect(!a.isSameKey(as: b))
+        let salted = try EncryptionKey.generateRaw(withSalt: true)
+        #expect(salted.kind == .rawWithSalt)
+        #expect(salted.salt?.count == 16)
+    }
+
+    @Test("descriptions are redacted")
+    func redacted() throws {
+        let key = try EncryptionKey(passphrase: TestKeys.sentinel)
+        for text in ["\(key)", String(reflecting: key), "\(Encryption.key(key))", "\([key])"] {
+            #expect(!text.contains(TestKeys.sentinel))
+        }
+        let raw = try EncryptionKey(sqlcipherRawKeyText: "x'\(Self.hex64)'")
+        #expect(!"\(raw)".contains(Self.hex64))
+        #expect(!String(reflecting: raw).contains("0123456789"))
+    }
+
+    // MARK: - Key files
+
+    @Test("a key file holds a raw key or a passphrase; one trailing newline is removed")
+    func keyFiles() throws {
+        try withTemporaryDirectory { dir in
+            let rawPath = dir.path("test-raw.key")
+            try writePrivate("x'\(Self.hex64)'\n", to: rawPath)
+            #expect(try EncryptionKey(contentsOf: rawPath).kind == .raw)
+
+            let saltedPath = dir.path("test-salted.key")
+            try writePrivate("x'\(Self.hex64)\(Self.hex32)'\r\n", to: saltedPath)
+            #expect(try EncryptionKey(contentsOf: saltedPath).kind == .rawWithSalt)
+
+            let passphrasePath = dir.path("test-pass.key")
+            try writePrivate("secret\n", to: passphrasePath)
+            let fromFile = try EncryptionKey(contentsOf: passphrasePath)
+            #expect(fromFile.isSameKey(as: try EncryptionKey(passphrase: "secret")))
+
+            let twoNewlines = dir.path("test-two.key")
+            try writePrivate("secret\n\n", to: twoNewlines)
+            #expect(!(try EncryptionKey(contentsOf: twoNewlines)).isSameKey(as: try EncryptionKey(passphrase: "secret")))
+        }
+    }
+
+    @Test("bad key files give clear errors that never show the content")
+    func badKeyFiles() throws {
+        try withTemporaryDirectory { dir in
+            let missing = expectError(.invalidKey) { try EncryptionKey(contentsOf: dir.path("missing.key")) }
+            #expect(missing?.message.contains("missing.key") == true)
+
+            let empty = dir.path("empty.key")
+            try writePrivate("\n", to: empty)
+            #expect(expectError(.invalidKey) { try EncryptionKey(contentsOf: empty) }?.message.contains("empty") == true)
+
+            let loose = dir.path("loose.key")
+            try writePrivate(TestKeys.sentinel, to: loose)
+            chmod(loose, 0o644)
+            let looseError = expectError(.invalidKey) { try EncryptionKey(contentsOf: loose) }
+            #expect(looseError?.message.contains("chmod 600") == true)
+            #expect(looseError?.message.contains(TestKeys.sentinel) == false)
+            #expect(try EncryptionKey(contentsOf: loose, permissions: .allowGroupAndOthers).kind == .passphrase)
+
+            let badHex = dir.path("bad-hex.key")
+            try writePrivate("x'\(TestKeys.sentinel)'", to: badHex)
+            let hexError = expectError(.invalidKey) { try EncryptionKey(contentsOf: badHex) }
+            #expect(hexError?.message.contains(TestKeys.sentinel) == false)
+
+            let huge = dir.path("huge.key")
+            try writePrivate(String(repeating: "k", count: 5000), to: huge)
+            expectError(.invalidKey) { try EncryptionKey(contentsOf: huge) }
+
+            expectError(.invalidKey) { try EncryptionKey(contentsOf: dir.url.path) }   // a folder
+        }
+    }
+}
+
+func writePrivate(_ text: String, to path: String) throws {
+    _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+    chmod(path, 0o600)
+}
