@@ -105,3 +105,27 @@ struct RekeyTests {
         }
     }
 }
+
+@Suite("Rekey failure")
+struct RekeyFailureTests {
+    @Test("a rekey blocked by a lock outside the library leaves the old key valid and says so")
+    func blockedByForeignLock() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("locked.db")
+            try EncryptionTests.makeDatabase(path, key: TestKeys.raw)
+            // A handle SQLCipherKit does not know of (another process, in effect) holds the write lock.
+            let foreign = try RawHandle(path: path, key: TestKeys.rawText)
+            try foreign.execute("BEGIN IMMEDIATE")
+            let db = try Connection(path: path, key: TestKeys.raw, options: OpenOptions(busyTimeout: .milliseconds(50)))
+            let error = expectError(.verificationFailed) { try db.rekey(to: TestKeys.otherPassphrase) }
+            #expect(error?.message.contains("OLD key") == true, "\(String(describing: error))")
+            #expect(db.isClosed)
+            try foreign.execute("ROLLBACK")
+            foreign.close()
+            let reopened = try Connection(path: path, key: TestKeys.raw)
+            #expect(try reopened.scalar("SELECT count(*) FROM t", as: Int.self) == 200)
+            try reopened.quickCheck()
+            expectError(.wrongKey) { try Connection(path: path, key: TestKeys.otherPassphrase) }
+        }
+    }
+}

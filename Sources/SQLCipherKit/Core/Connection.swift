@@ -477,7 +477,7 @@ extension RowCursor {
     public func close() {
         if !isDone {
             isDone = true
-            if statement.handle.isOpen { sqlite3_reset(statement.sqliteStatement) }
+            if ownsStatement && statement.handle.isOpen { sqlite3_reset(statement.sqliteStatement) }
         }
     }
 }

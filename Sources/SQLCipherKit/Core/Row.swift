@@ -9,13 +9,14 @@ import CSQLCipher
 /// ```
 ///
 /// A row comes either from a ``RowCursor`` (it then reads the statement's current row in place, without copying, and
-/// is valid until the cursor moves on) or from ``Connection/query(_:_:)`` (it then holds its own copy of the
-/// values). A column that does not convert to the requested type throws ``DatabaseError/valueConversion`` naming
-/// the column and both types.
+/// is valid until the cursor moves on; it keeps the cursor alive, so a row kept alone stays valid) or from
+/// ``Connection/query(_:_:)`` (it then holds its own copy of the values). A column that does not convert to the
+/// requested type throws ``DatabaseError/valueConversion`` naming the column and both types.
 public struct Row {
     @usableFromInline
     enum Storage {
-        case statement(Statement)
+        // The cursor, not just its statement: releasing the cursor resets the statement under the row.
+        case cursor(RowCursor)
         case values([DatabaseValue], Statement)
     }
 
@@ -31,10 +32,10 @@ public struct Row {
     let sqliteStatement: OpaquePointer?
 
     @usableFromInline
-    init(statement: Statement, columnCount: Int) {
-        storage = .statement(statement)
-        self.columnCount = columnCount
-        self.sqliteStatement = statement.sqliteStatement
+    init(cursor: RowCursor) {
+        storage = .cursor(cursor)
+        self.columnCount = cursor.columnCount
+        self.sqliteStatement = cursor.statement.sqliteStatement
     }
 
     /// Copies the statement's current row.
@@ -42,6 +43,7 @@ public struct Row {
         let values = (0..<CInt(columnCount)).map {
             DatabaseValue(sqliteStatement: statement.sqliteStatement, column: $0)
         }
+        statement.rememberColumnNames()
         storage = .values(values, statement)
         self.columnCount = columnCount
         self.sqliteStatement = nil
@@ -50,7 +52,8 @@ public struct Row {
     @usableFromInline
     var statement: Statement {
         switch storage {
-        case .statement(let statement), .values(_, let statement): statement
+        case .cursor(let cursor): cursor.statement
+        case .values(_, let statement): statement
         }
     }
 
@@ -112,7 +115,8 @@ public struct Row {
         switch storage {
         case .values(let values, _):
             return values
-        case .statement(let statement):
+        case .cursor(let cursor):
+            let statement = cursor.statement
             return (0..<CInt(columnCount)).map {
                 DatabaseValue(sqliteStatement: statement.sqliteStatement, column: $0)
             }
@@ -123,7 +127,7 @@ public struct Row {
     public func copy() -> Row {
         switch storage {
         case .values: self
-        case .statement(let statement): Row(copying: statement, columnCount: columnCount)
+        case .cursor(let cursor): Row(copying: cursor.statement, columnCount: columnCount)
         }
     }
 
@@ -137,7 +141,8 @@ public struct Row {
     @usableFromInline
     func conversionError(_ index: Int, to type: Any.Type) -> DatabaseError {
         let stored: DatabaseValue = switch storage {
-        case .statement(let statement): DatabaseValue(sqliteStatement: statement.sqliteStatement, column: CInt(index))
+        case .cursor(let cursor):
+            DatabaseValue(sqliteStatement: cursor.statement.sqliteStatement, column: CInt(index))
         case .values(let values, _): values[index]
         }
         let name = statement.columnNames[index]
@@ -173,7 +178,8 @@ extension Row: CustomStringConvertible {
 ///
 /// The ``Row`` returned by ``next()`` reads the statement's current row and is valid until the next call. The cursor
 /// resets its statement when it is exhausted, when an error occurs, and when it is released early, so no read
-/// transaction is left open behind the caller's back.
+/// transaction is left open behind the caller's back. A new cursor over the same statement ends this one: it then
+/// returns no more rows and no longer resets the statement.
 public final class RowCursor {
     /// The statement the cursor steps.
     public let statement: Statement
@@ -185,13 +191,22 @@ public final class RowCursor {
     let columnCount: Int
 
     @usableFromInline
+    let generation: Int
+
+    @usableFromInline
     init(statement: Statement) {
         self.statement = statement
         self.columnCount = statement.columnCount
+        statement.cursorGeneration &+= 1
+        self.generation = statement.cursorGeneration
     }
 
+    /// `false` once a newer cursor over the statement exists: resetting or stepping would disturb that one.
+    @usableFromInline
+    var ownsStatement: Bool { statement.cursorGeneration == generation }
+
     deinit {
-        if !isDone && statement.handle.isOpen {
+        if !isDone && ownsStatement && statement.handle.isOpen {
             sqlite3_reset(statement.sqliteStatement)
         }
     }
@@ -203,9 +218,13 @@ public final class RowCursor {
     @inlinable
     public func next() throws -> Row? {
         if isDone { return nil }
+        guard ownsStatement else {
+            isDone = true
+            return nil
+        }
         do {
             if try statement.step() {
-                return Row(statement: statement, columnCount: columnCount)
+                return Row(cursor: self)
             }
         } catch {
             isDone = true

@@ -35,6 +35,14 @@ public final class Statement {
 
     private var columnIndexByName: [String: Int]?
 
+    /// The column names last read while the connection was open: once it closes (and finalizes the statement),
+    /// rows copied from the statement still need them.
+    private var lastColumnNames: [String]?
+
+    /// Bumped by each new cursor over the statement; only the newest cursor may step or reset it.
+    @usableFromInline
+    var cursorGeneration = 0
+
     /// Compiles exactly one statement. Throws for an empty SQL string or one with a second statement after the first.
     init(handle: ConnectionHandle, sql: String) throws {
         guard let sqliteConnection = handle.sqliteConnection else { throw DatabaseError.closed(sql: sql) }
@@ -106,12 +114,22 @@ public final class Statement {
 
     /// The number of columns in the result rows; 0 for statements that return no rows.
     public var columnCount: Int {
-        Int(sqlite3_column_count(sqliteStatement))
+        // After the connection closed, the statement is finalized and must not be touched.
+        guard handle.isOpen else { return lastColumnNames?.count ?? 0 }
+        return Int(sqlite3_column_count(sqliteStatement))
     }
 
     /// The column names, as SQLite reports them (the `AS` alias when there is one).
     public var columnNames: [String] {
-        (0..<CInt(columnCount)).map { String(cString: sqlite3_column_name(sqliteStatement, $0)) }
+        guard handle.isOpen else { return lastColumnNames ?? [] }
+        let names = (0..<CInt(columnCount)).map { String(cString: sqlite3_column_name(sqliteStatement, $0)) }
+        lastColumnNames = names
+        return names
+    }
+
+    /// Reads the column names once, so that rows copied from the statement keep them after the connection closes.
+    func rememberColumnNames() {
+        if lastColumnNames == nil { _ = columnNames }
     }
 
     /// The declared type of a result column (`"INTEGER"`, `"TEXT"`, …), or `nil` for an expression.
@@ -162,7 +180,7 @@ public final class Statement {
     ///
     /// - Parameter index: A 1-based parameter index.
     public func parameterName(at index: Int) -> String? {
-        guard (1...max(parameterCount, 1)).contains(index), parameterCount > 0 else { return nil }
+        guard (1...max(parameterCount, 1)).contains(index), parameterCount > 0, handle.isOpen else { return nil }
         return sqlite3_bind_parameter_name(sqliteStatement, CInt(index)).map { String(cString: $0) }
     }
 

@@ -91,8 +91,59 @@ extension Connection {
         }
     }
 
-    /// Attaches a database with an explicit key, bound as a parameter (never spliced into SQL). `nil` attaches a
-    /// plaintext database (`KEY ''`).
+    /// Attaches another database file to this connection under a schema name, with its own key (or explicitly
+    /// none), so one statement can read and write both (`SELECT … FROM archive.note`).
+    ///
+    /// The key is bound as a parameter of `ATTACH … KEY ?`, never spliced into SQL. Without a KEY clause
+    /// SQLCipher would reuse the main database's key — and SQLCipher 3 silently creates a *plaintext* file when the
+    /// main key has not been used yet — so this method always gives one. The attached file is verified at once
+    /// (a wrong key fails here, not at the first query). Cipher settings other than the engine's defaults can be
+    /// given for a new file only: SQLCipher reads an existing file during ATTACH, before settings can be applied.
+    ///
+    /// - Parameters:
+    ///   - path: The file to attach (created when missing, with mode 0600).
+    ///   - schema: The schema name to use in SQL.
+    ///   - encryption: Its key and settings, or ``Encryption/none`` for a plaintext file.
+    /// - Throws: ``DatabaseError/wrongKey`` when the key does not open an existing file; a SQLite error otherwise.
+    ///
+    /// See [ATTACH DATABASE](https://www.sqlite.org/lang_attach.html).
+    public func attach(_ path: String, as schema: String, encryption: Encryption) throws {
+        if !encryption.settings.isEngineDefault, (regularFileSize(atPath: path) ?? 0) > 0 {
+            // SQLCipher reads an existing file's first page during ATTACH, before per-schema settings can be set.
+            throw DatabaseError(
+                kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
+                message: "an existing database with non-default cipher settings cannot be attached (SQLCipher reads"
+                    + " it during ATTACH, before its settings can be applied); open it with its own Connection")
+        }
+        FileCreation.createPrivateFileIfMissing(atPath: path)
+        var isAttached = false
+        do {
+            // A wrong key for an existing file usually fails here already (SQLITE_NOTADB).
+            try attach(path: path, as: schema, key: encryption.key)
+            isAttached = true
+            if let key = encryption.key {
+                try applyCipherSettings(encryption.settings, key: key, schema: schema)
+            }
+            _ = try scalar("SELECT count(*) FROM \(Self.quoteIdentifier(schema)).sqlite_master", as: Int.self)
+        } catch {
+            if isAttached {
+                try? detach(schema)
+            }
+            if let error = error as? DatabaseError, error.resultCode == DatabaseError.SQLITE_NOTADB {
+                throw DatabaseError(
+                    kind: encryption.key == nil ? .missingKey : .wrongKey, code: error.extendedResultCode,
+                    message: "the key does not open the attached database (path: \(path))", sql: error.sql)
+            }
+            throw error
+        }
+    }
+
+    /// Detaches a database attached with ``attach(_:as:encryption:)``.
+    public func detach(_ schema: String) throws {
+        try execute("DETACH DATABASE \(Self.quoteIdentifier(schema))")
+    }
+
+    /// Attaches with an explicit key bound as a parameter. `nil` attaches a plaintext database (`KEY ''`).
     ///
     /// A raw key is bound as its `x'…'` text (bound as a blob, SQLCipher would take it as a passphrase); a
     /// passphrase as a blob, so any byte, NUL included, counts.

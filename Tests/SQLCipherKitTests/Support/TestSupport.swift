@@ -93,3 +93,8 @@ func expectError<R>(
         sourceLocation: sourceLocation)
     return error
 }
+
+extension TestKeys {
+    /// The `x'…'` text of ``raw``, for raw C handles in tests.
+    static let rawText = "x'" + String(repeating: "7f3a9c01", count: 8) + "'"
+}
