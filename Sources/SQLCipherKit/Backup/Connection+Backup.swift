@@ -1,0 +1,289 @@
+import CSQLCipher
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// How far an online backup has come: pages copied so far and the source's page count at that moment.
+public struct BackupProgress: Sendable, Hashable, CustomStringConvertible {
+    /// Pages copied so far.
+    public let pagesCopied: Int
+    /// The number of pages in the source (it can change while the source is written to).
+    public let pageCount: Int
+
+    /// Creates a progress value.
+    public init(pagesCopied: Int, pageCount: Int) {
+        self.pagesCopied = pagesCopied
+        self.pageCount = pageCount
+    }
+
+    /// The completed fraction, from 0 to 1.
+    public var fractionCompleted: Double {
+        pageCount == 0 ? 1 : Double(pagesCopied) / Double(pageCount)
+    }
+
+    /// `pagesCopied/pageCount`.
+    public var description: String { "\(pagesCopied)/\(pageCount) pages" }
+}
+
+extension Connection {
+    /// Backs the database up into a file while other connections keep reading and writing it, through SQLite's
+    /// online backup API.
+    ///
+    /// ```swift
+    /// try db.backup(toPath: "/backups/notes.db", encryption: .key(backupKey)) { progress in
+    ///     print(progress)                       // throw to cancel
+    /// }
+    /// ```
+    ///
+    /// SQLCipher's backup copies decrypted pages and re-encrypts them with the destination's key, which may differ
+    /// from the source's. It silently writes a corrupt or plaintext copy, or crashes, when the two sides' page layout
+    /// differs (SQLCIPHER-FACTS §5), so before the copy starts this method checks that:
+    /// - the destination is keyed when the source is (a plaintext copy of an encrypted database is made only by
+    ///   ``exportDecryptedPlaintextCopy(to:)``), and plaintext when the source is;
+    /// - page size, HMAC use and algorithm, and plaintext header size are equal on both sides.
+    ///
+    /// The copy is written under a temporary name beside the destination (mode 0600), then reopened with its key and
+    /// verified (schema read, `PRAGMA quick_check`, `PRAGMA cipher_integrity_check` on SQLCipher 4.2+, first bytes not
+    /// plaintext), flushed to disk, and renamed over the destination: a crash or a failure never leaves a partial
+    /// file under the final name, and an existing backup is replaced only by a verified one.
+    ///
+    /// When another connection writes to the source during the copy, SQLite restarts the copy, so the result is a
+    /// consistent snapshot. Writes through this same connection are copied as they happen.
+    ///
+    /// - Parameters:
+    ///   - destination: The backup file; replaced if it exists.
+    ///   - encryption: The destination's key and settings. ``backup(toPath:pagesPerStep:progress:)`` uses this
+    ///     connection's own.
+    ///   - pagesPerStep: Pages copied per step; between steps other connections may write. At least 1.
+    ///   - progress: Called after every step; throw from it to cancel (the error is rethrown, nothing is left).
+    /// - Throws: ``DatabaseError/invalidArgument`` for mismatched settings or a plaintext/encrypted mix;
+    ///   ``DatabaseError/fileSystem`` for a missing or read-only folder; ``DatabaseError/verificationFailed``;
+    ///   SQLite errors such as `SQLITE_FULL`.
+    public func backup(
+        toPath destination: String, encryption target: Encryption, pagesPerStep: Int = 256,
+        progress: ((BackupProgress) throws -> Void)? = nil
+    ) throws {
+        _ = try checkedConnection()
+        let folder = parentFolder(of: destination)
+        guard isWritableFolder(folder) else {
+            throw DatabaseError(
+                kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN,
+                message: "the backup folder \(folder) does not exist or is not writable; nothing was written")
+        }
+        let temporaryPath = destination + ".sqlcipherkit-tmp-" + randomSuffix()
+        do {
+            do {
+                let copy = try Connection(path: temporaryPath, encryption: target)
+                defer { copy.close() }
+                try copyPages(to: copy, pagesPerStep: pagesPerStep, progress: progress)
+            }
+            try Self.verifyBackup(at: temporaryPath, encryption: target)
+            try syncToDisk(atPath: temporaryPath)
+            try atomicRename(from: temporaryPath, to: destination)
+        } catch {
+            removeDatabaseFiles(atPath: temporaryPath)
+            throw error
+        }
+    }
+
+    /// Backs the database up into a file with this connection's own key and settings; see
+    /// ``backup(toPath:encryption:pagesPerStep:progress:)``.
+    public func backup(
+        toPath destination: String, pagesPerStep: Int = 256, progress: ((BackupProgress) throws -> Void)? = nil
+    ) throws {
+        try backup(toPath: destination, encryption: encryption, pagesPerStep: pagesPerStep, progress: progress)
+    }
+
+    /// Backs the database up into another open connection (a file or an in-memory database), replacing its content.
+    ///
+    /// The same checks as ``backup(toPath:encryption:pagesPerStep:progress:)`` run before the copy; afterwards the
+    /// destination is checked with `PRAGMA quick_check`. An encrypted file can be loaded into a keyed in-memory
+    /// database this way, for a read-only job that should not touch the disk.
+    public func backup(
+        to destination: Connection, pagesPerStep: Int = 256, progress: ((BackupProgress) throws -> Void)? = nil
+    ) throws {
+        try copyPages(to: destination, pagesPerStep: pagesPerStep, progress: progress)
+        try destination.quickCheck()
+    }
+
+    /// Replaces this database's content with a backup's, through the online backup API. This connection keeps its
+    /// own key: the pages are re-encrypted with it.
+    ///
+    /// The backup is opened read-only with its own key and verified first; the same settings checks as for
+    /// ``backup(toPath:encryption:pagesPerStep:progress:)`` apply; afterwards this database is checked with
+    /// `PRAGMA quick_check`. Other connections to this database see the restored content at their next transaction.
+    ///
+    /// - Parameters:
+    ///   - source: The backup file.
+    ///   - encryption: The backup's key and settings.
+    public func restore(
+        fromPath source: String, encryption: Encryption, pagesPerStep: Int = 256,
+        progress: ((BackupProgress) throws -> Void)? = nil
+    ) throws {
+        guard regularFileSize(atPath: source) != nil else {
+            throw DatabaseError(
+                kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN,
+                message: "the backup \(source) does not exist; nothing was changed")
+        }
+        let backup = try Connection(
+            path: source, encryption: encryption, options: OpenOptions(mode: .readOnly))
+        defer { backup.close() }
+        try backup.quickCheck()
+        try backup.copyPages(to: self, pagesPerStep: pagesPerStep, progress: progress)
+        try quickCheck()
+    }
+
+    /// Restores from a backup made with this connection's own key and settings; see
+    /// ``restore(fromPath:encryption:pagesPerStep:progress:)``.
+    public func restore(
+        fromPath source: String, pagesPerStep: Int = 256, progress: ((BackupProgress) throws -> Void)? = nil
+    ) throws {
+        try restore(fromPath: source, encryption: encryption, pagesPerStep: pagesPerStep, progress: progress)
+    }
+
+    // MARK: - The copy
+
+    /// Checks both sides, then runs `sqlite3_backup_*` from this connection's main database into `destination`'s.
+    func copyPages(
+        to destination: Connection, pagesPerStep: Int, progress: ((BackupProgress) throws -> Void)?
+    ) throws {
+        guard pagesPerStep >= 1 else {
+            throw DatabaseError(
+                kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
+                message: "pagesPerStep must be at least 1, not \(pagesPerStep)")
+        }
+        let sourceConnection = try checkedConnection()
+        let destinationConnection = try destination.checkedConnection()
+        try checkBackupCompatibility(with: destination)
+        guard !destination.isInsideTransaction else {
+            throw DatabaseError(
+                kind: .invalidState, code: DatabaseError.SQLITE_MISUSE,
+                message: "the backup destination is inside a transaction")
+        }
+        destination.statementCache.removeAll()
+
+        guard let backup = sqlite3_backup_init(destinationConnection, "main", sourceConnection, "main") else {
+            throw DatabaseError.sqlite(code: sqlite3_errcode(destinationConnection), connection: destinationConnection)
+        }
+        var finished = false
+        defer {
+            if !finished { sqlite3_backup_finish(backup) }
+        }
+        let busyLimit = options.busyTimeout ?? .zero
+        var busySince: ContinuousClock.Instant?
+        while true {
+            let code = sqlite3_backup_step(backup, CInt(clamping: pagesPerStep))
+            switch code {
+            case SQLITE_OK, SQLITE_DONE:
+                busySince = nil
+                let pageCount = Int(sqlite3_backup_pagecount(backup))
+                let copied = pageCount - Int(sqlite3_backup_remaining(backup))
+                try progress?(BackupProgress(pagesCopied: copied, pageCount: pageCount))
+                if code == SQLITE_DONE {
+                    finished = true
+                    let finishCode = sqlite3_backup_finish(backup)
+                    guard finishCode == SQLITE_OK else {
+                        throw DatabaseError.sqlite(code: finishCode, connection: destinationConnection)
+                    }
+                    return
+                }
+            case SQLITE_BUSY, SQLITE_LOCKED:
+                // Another connection holds a lock: retry within this connection's busy timeout (SQLite does not
+                // apply the timeout to backup steps).
+                let now = ContinuousClock.now
+                if let since = busySince, now - since > busyLimit {
+                    finished = true
+                    sqlite3_backup_finish(backup)
+                    throw DatabaseError(
+                        kind: .sqlite, code: ResultCode(rawValue: code),
+                        message: "the backup could not get a lock within the busy timeout (\(busyLimit))")
+                }
+                busySince = busySince ?? now
+                usleep(10_000)
+            default:
+                finished = true
+                sqlite3_backup_finish(backup)
+                throw DatabaseError.sqlite(code: code, connection: destinationConnection)
+            }
+        }
+    }
+
+    /// The cipher layout of a connection's main database: what must be equal on both sides of a backup.
+    struct CipherLayout: Equatable {
+        var isEncrypted: Bool
+        var pageSize: String?
+        var usesHMAC: String?
+        var hmacAlgorithm: String?
+        var plaintextHeaderSize: String?
+    }
+
+    func cipherLayout() throws -> CipherLayout {
+        guard isEncrypted else {
+            return CipherLayout(isEncrypted: false, pageSize: try pragmaText("page_size"))
+        }
+        let isVersion4 = SQLCipher.supports(.version4Format)
+        return CipherLayout(
+            isEncrypted: true,
+            pageSize: try pragmaText("cipher_page_size"),
+            usesHMAC: try pragmaText("cipher_use_hmac"),
+            hmacAlgorithm: isVersion4 ? try pragmaText("cipher_hmac_algorithm") : nil,
+            plaintextHeaderSize: isVersion4 ? try pragmaText("cipher_plaintext_header_size") : nil)
+    }
+
+    private func checkBackupCompatibility(with destination: Connection) throws {
+        let source = try cipherLayout()
+        let target = try destination.cipherLayout()
+        func refuse(_ message: String) -> DatabaseError {
+            DatabaseError(
+                kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
+                message: "backup refused: \(message); nothing was copied")
+        }
+        if source.isEncrypted && !target.isEncrypted {
+            throw refuse(
+                "the source is encrypted and the destination is not; a plaintext copy is made only by"
+                    + " exportDecryptedPlaintextCopy(to:)")
+        }
+        if !source.isEncrypted && target.isEncrypted {
+            throw refuse(
+                "the source is plaintext and the destination encrypted (the engine would write a corrupt file);"
+                    + " use exportEncrypted(to:key:settings:)")
+        }
+        // Between plaintext databases SQLite adapts the destination's page size itself.
+        guard source.isEncrypted else { return }
+        // A page-size mismatch makes the engine write an unreadable file or crash (SQLCIPHER-FACTS §5).
+        let differences = [
+            ("page size", source.pageSize, target.pageSize),
+            ("HMAC use", source.usesHMAC, target.usesHMAC),
+            ("HMAC algorithm", source.hmacAlgorithm, target.hmacAlgorithm),
+            ("plaintext header size", source.plaintextHeaderSize, target.plaintextHeaderSize),
+        ].filter { $0.1 != $0.2 }
+        if let difference = differences.first {
+            throw refuse(
+                "the \(difference.0) differs (source \(difference.1 ?? "none"), destination \(difference.2 ?? "none"));"
+                    + " give the destination the source's cipher settings, or use exportEncrypted(to:key:settings:)"
+                    + " to change them")
+        }
+    }
+
+    static func verifyBackup(at path: String, encryption: Encryption) throws {
+        let copy = try Connection(path: path, encryption: encryption)
+        defer { copy.close() }
+        try copy.quickCheck()
+        if SQLCipher.supports(.cipherIntegrityCheck) && copy.isEncrypted {
+            let failures = try copy.all("PRAGMA cipher_integrity_check", as: String.self)
+            guard failures.isEmpty else {
+                throw DatabaseError(
+                    kind: .verificationFailed, code: DatabaseError.SQLITE_CORRUPT,
+                    message: "the backup did not verify: " + failures.prefix(3).joined(separator: "; "))
+            }
+        }
+        if encryption.key != nil && (encryption.settings.plaintextHeaderSize ?? 0) == 0
+            && readFilePrefix(atPath: path, count: 16) == sqliteHeaderMagic {
+            throw DatabaseError(
+                kind: .verificationFailed, code: DatabaseError.SQLITE_CORRUPT,
+                message: "the backup's header is plaintext although it should be encrypted")
+        }
+    }
+}
