@@ -119,12 +119,15 @@ struct EncryptionKeyTests {
             try writePrivate("x'\(TestKeys.sentinel)'", to: badHex)
             let hexError = expectError(.invalidKey) { try EncryptionKey(contentsOf: badHex) }
             #expect(hexError?.message.contains(TestKeys.sentinel) == false)
+            #expect(hexError?.message.contains("hex digits") == true)
 
             let huge = dir.path("huge.key")
             try writePrivate(String(repeating: "k", count: 5000), to: huge)
-            expectError(.invalidKey) { try EncryptionKey(contentsOf: huge) }
+            let hugeError = expectError(.invalidKey) { try EncryptionKey(contentsOf: huge) }
+            #expect(hugeError?.message.contains("at most 4096") == true)
 
-            expectError(.invalidKey) { try EncryptionKey(contentsOf: dir.url.path) }   // a folder
+            let folderError = expectError(.invalidKey) { try EncryptionKey(contentsOf: dir.url.path) }
+            #expect(folderError?.message.contains("not a regular file") == true)
         }
     }
 }

@@ -327,12 +327,12 @@ public final class Connection {
     public func query<each Value: DatabaseValueConvertible>(
         _ sql: String, _ values: repeat each Value
     ) throws -> [Row] {
-        try cursor(sql, repeat each values).map { $0.copy() }
+        try cursor(sql, repeat each values).map { try $0.copy() }
     }
 
     /// All rows of one statement, with an array or dictionary of arguments.
     public func query(_ sql: String, arguments: StatementArguments) throws -> [Row] {
-        try cursor(sql, arguments: arguments).map { $0.copy() }
+        try cursor(sql, arguments: arguments).map { try $0.copy() }
     }
 
     /// The first column of the first row, or `nil` when there is no row.

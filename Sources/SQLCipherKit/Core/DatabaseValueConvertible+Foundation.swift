@@ -71,7 +71,8 @@ extension URL: DatabaseValueConvertible {
 /// understand, which also sorts chronologically. Reading accepts:
 /// - TEXT `YYYY-MM-DD`, `YYYY-MM-DD HH:MM`, `YYYY-MM-DD HH:MM:SS`, `YYYY-MM-DD HH:MM:SS.SSS` (any number of
 ///   fraction digits), with `T` instead of the space, and an optional `Z` or `±HH:MM` suffix (UTC when absent);
-/// - INTEGER or REAL: seconds since 1970-01-01 00:00:00 UTC (what `strftime('%s')` and `unixepoch()` give).
+/// - INTEGER or REAL: seconds since 1970-01-01 00:00:00 UTC (what `unixepoch()` gives; `strftime('%s', …)` gives
+///   TEXT, so cast it: `CAST(strftime('%s', 'now') AS INTEGER)`, or store it in an INTEGER column).
 ///
 /// Stored values have millisecond precision.
 ///

@@ -31,11 +31,17 @@ public struct Row {
     @usableFromInline
     let sqliteStatement: OpaquePointer?
 
+    /// The connection's handle, checked before reading through ``sqliteStatement``: once the connection closes, the
+    /// statement is finalized. Unowned: the row keeps its cursor, hence the statement, hence the handle, alive.
+    @usableFromInline
+    unowned(unsafe) let handle: ConnectionHandle
+
     @usableFromInline
     init(cursor: RowCursor) {
         storage = .cursor(cursor)
         self.columnCount = cursor.columnCount
         self.sqliteStatement = cursor.statement.sqliteStatement
+        self.handle = cursor.statement.handle
     }
 
     /// Copies the statement's current row.
@@ -47,6 +53,7 @@ public struct Row {
         storage = .values(values, statement)
         self.columnCount = columnCount
         self.sqliteStatement = nil
+        self.handle = statement.handle
     }
 
     @usableFromInline
@@ -78,6 +85,7 @@ public struct Row {
             guard index >= 0 && index < columnCount else { throw indexError(index) }
             let decoded: Value?
             if let sqliteStatement {
+                guard handle.isOpen else { throw DatabaseError.closed(sql: statement.sql) }
                 decoded = Value.decode(sqliteStatement: sqliteStatement, column: CInt(index))
             } else if case .values(let values, _) = storage {
                 decoded = Value.fromDatabaseValue(values[index])
@@ -111,23 +119,33 @@ public struct Row {
     }
 
     /// All values, in column order.
+    ///
+    /// - Throws: ``DatabaseError/connectionClosed`` for a cursor row whose connection has closed.
     public var databaseValues: [DatabaseValue] {
-        switch storage {
-        case .values(let values, _):
-            return values
-        case .cursor(let cursor):
-            let statement = cursor.statement
-            return (0..<CInt(columnCount)).map {
-                DatabaseValue(sqliteStatement: statement.sqliteStatement, column: $0)
+        get throws {
+            switch storage {
+            case .values(let values, _):
+                return values
+            case .cursor(let cursor):
+                guard handle.isOpen else { throw DatabaseError.closed(sql: cursor.statement.sql) }
+                let statement = cursor.statement
+                return (0..<CInt(columnCount)).map {
+                    DatabaseValue(sqliteStatement: statement.sqliteStatement, column: $0)
+                }
             }
         }
     }
 
     /// A copy that stays valid after the cursor moves on.
-    public func copy() -> Row {
+    ///
+    /// - Throws: ``DatabaseError/connectionClosed`` for a cursor row whose connection has closed.
+    public func copy() throws -> Row {
         switch storage {
-        case .values: self
-        case .cursor(let cursor): Row(copying: cursor.statement, columnCount: columnCount)
+        case .values:
+            return self
+        case .cursor(let cursor):
+            guard handle.isOpen else { throw DatabaseError.closed(sql: cursor.statement.sql) }
+            return Row(copying: cursor.statement, columnCount: columnCount)
         }
     }
 
@@ -161,7 +179,7 @@ extension Row: CustomStringConvertible {
     /// Column names and storage classes; values are not shown (they may be confidential).
     public var description: String {
         let names = statement.columnNames
-        let values = databaseValues
+        guard let values = try? databaseValues else { return "[row of a closed connection]" }
         return "[" + (0..<columnCount).map { "\(names[$0]): \(values[$0].storageClassName)" }
             .joined(separator: ", ") + "]"
     }
