@@ -50,5 +50,10 @@ let package = Package(
             dependencies: ["SQLCipherKit", "CSQLCipher"],
             swiftSettings: strictSwift
         ),
+        .testTarget(
+            name: "sqlcipherkitTests",
+            dependencies: ["sqlcipherkit", "SQLCipherKit"],
+            swiftSettings: strictSwift
+        ),
     ]
 )

@@ -1,0 +1,44 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Finds other processes that have a file open, by reading `/proc/*/fd` (Linux). Elsewhere, or where `/proc` is not
+/// readable, it finds nothing: the caller's documentation says to stop other users of the database first.
+enum OtherProcesses {
+    /// The IDs of processes other than this one with any of the files open.
+    static func holding(paths: [String]) -> [Int32] {
+        #if os(Linux)
+        let targets = Set(paths.compactMap { OpenFiles.fileID(path: $0) })
+        guard !targets.isEmpty, let proc = opendir("/proc") else { return [] }
+        defer { closedir(proc) }
+        let ownPID = getpid()
+        var holders: [Int32] = []
+        while let entry = readdir(proc) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let pid = Int32(name), pid != ownPID else { continue }
+            if processHolds(pid: pid, targets: targets) {
+                holders.append(pid)
+            }
+        }
+        return holders.sorted()
+        #else
+        return []
+        #endif
+    }
+
+    #if os(Linux)
+    private static func processHolds(pid: Int32, targets: Set<OpenFiles.FileID>) -> Bool {
+        let folder = "/proc/\(pid)/fd"
+        guard let fds = opendir(folder) else { return false }
+        defer { closedir(fds) }
+        while let entry = readdir(fds) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard Int(name) != nil, let id = OpenFiles.fileID(path: "\(folder)/\(name)") else { continue }
+            if targets.contains(id) { return true }
+        }
+        return false
+    }
+    #endif
+}

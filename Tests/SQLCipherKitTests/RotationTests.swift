@@ -1,0 +1,193 @@
+import Foundation
+import SQLCipherKit
+import Testing
+
+@Suite("Key rotation")
+struct RotationTests {
+    static func contents(_ path: String, key: EncryptionKey, settings: CipherSettings = .engineDefault) throws -> [String] {
+        try Connection(path: path, key: key, settings: settings).all("SELECT body FROM t ORDER BY id", as: String.self)
+    }
+
+    @Test("copy and in-place rotations keep the data; afterwards only the new key opens the file",
+          arguments: RotationMethod.allCases, ["DELETE", "WAL"])
+    func rotates(method: RotationMethod, journalMode: String) throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("tenant.db")
+            try EncryptionTests.makeDatabase(path, key: TestKeys.passphrase, journalMode: journalMode)
+            let before = try Self.contents(path, key: TestKeys.passphrase)
+            let result = try KeyRotation.rotate(RotationRequest(
+                path: path, oldEncryption: .key(TestKeys.passphrase), newEncryption: .key(TestKeys.raw), method: method))
+            #expect(result.isRotated)
+            #expect(result.keyState == .new)
+            #expect(try Self.contents(path, key: TestKeys.raw) == before)
+            expectError(.wrongKey) { try Connection(path: path, key: TestKeys.passphrase) }
+            let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+            #expect(mode == 0o600)
+            let files = try FileManager.default.contentsOfDirectory(atPath: dir.url.path)
+            #expect(files.allSatisfy { !$0.contains("sqlcipherkit-") }, "\(files)")
+            // A copy of the main file alone does not open with the old key either.
+            try FileManager.default.copyItem(atPath: path, toPath: dir.path("copy.db"))
+            expectError(.wrongKey) { try Connection(path: dir.path("copy.db"), key: TestKeys.passphrase) }
+            #expect(try Self.contents(dir.path("copy.db"), key: TestKeys.raw) == before)
+        }
+    }
+
+    @Test("a wrong old key, a busy database and an open connection leave the file untouched")
+    func refusals() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("tenant.db")
+            try EncryptionTests.makeDatabase(path, key: TestKeys.raw)
+            let before = try snapshot(path)
+            let request = RotationRequest(
+                path: path, oldEncryption: .key(TestKeys.passphrase), newEncryption: .key(TestKeys.otherPassphrase),
+                lockTimeout: .milliseconds(200))
+            let wrongOld = expectError(.wrongKey) { try KeyRotation.rotate(request) }
+            #expect(wrongOld != nil)
+
+            var good = request
+            good.oldEncryption = .key(TestKeys.raw)
+            for method in RotationMethod.allCases {
+                good.method = method
+                let foreign = try RawHandle(path: path, key: TestKeys.rawText)
+                try foreign.execute("BEGIN IMMEDIATE")
+                let clock = ContinuousClock()
+                let start = clock.now
+                let busy = expectError(code: DatabaseError.SQLITE_BUSY) { try KeyRotation.rotate(good) }
+                #expect(busy?.message.contains("busy") == true)
+                #expect(clock.now - start < .seconds(5), "must refuse within a few seconds, never hang")
+                try foreign.execute("ROLLBACK")
+                foreign.close()
+
+                let open = try Connection(path: path, key: TestKeys.raw)
+                expectError(.invalidState) { try KeyRotation.rotate(good) }
+                open.close()
+            }
+            #expect(try snapshot(path) == before)
+            try KeyRotation.rotate(good)
+        }
+    }
+
+    @Test("another process with the file open is named and the rotation refused", .enabled(if: isLinux,
+        "finding other processes reads /proc, which only Linux has"))
+    func otherProcess() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("shared.db")
+            try EncryptionTests.makeDatabase(path, key: TestKeys.raw)
+            let holder = Process()
+            holder.executableURL = URL(fileURLWithPath: "/bin/sh")
+            holder.arguments = ["-c", "exec 3<\"$0\"; exec sleep 20", path]
+            try holder.run()
+            defer { kill(holder.processIdentifier, SIGKILL); holder.waitUntilExit() }
+            // Wait until the shell has opened the file.
+            for _ in 0..<100 {
+                if let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(holder.processIdentifier)/fd"),
+                   fds.contains("3") { break }
+                usleep(20_000)
+            }
+            let error = expectError(.invalidState) {
+                try KeyRotation.rotate(RotationRequest(
+                    path: path, oldEncryption: .key(TestKeys.raw), newEncryption: .key(TestKeys.passphrase)))
+            }
+            #expect(error?.message.contains("PID \(holder.processIdentifier)") == true, "\(String(describing: error))")
+            #expect(try Self.contents(path, key: TestKeys.raw).count == 200)
+        }
+    }
+
+    @Test("several databases: each is rotated or left as it was, with a result per database")
+    func many() throws {
+        try withTemporaryDirectory { dir in
+            var requests: [RotationRequest] = []
+            for index in 0..<3 {
+                let path = dir.path("tenant-\(index).db")
+                try EncryptionTests.makeDatabase(path, key: TestKeys.raw, rows: 20)
+                requests.append(RotationRequest(path: path, oldEncryption: .key(TestKeys.raw),
+                                                newEncryption: .key(TestKeys.otherPassphrase)))
+            }
+            requests[1].oldEncryption = .key(TestKeys.passphrase)       // wrong: this one must fail alone
+            let untouched = try snapshot(requests[1].path)
+            let results = KeyRotation.rotateAll(requests)
+            #expect(results.map(\.isRotated) == [true, false, true])
+            #expect(results[1].keyState == .neither, "the given old key was wrong, so neither given key opens it")
+            #expect("\(results[1])".contains("neither"))
+            #expect(results[1].error?.kind == .wrongKey)
+            #expect(try snapshot(requests[1].path) == untouched)
+            #expect(try Self.contents(requests[0].path, key: TestKeys.otherPassphrase).count == 20)
+        }
+    }
+
+    @Test("a folder of per-tenant databases, each with its own keys")
+    func folder() throws {
+        try withTemporaryDirectory { dir in
+            let folder = dir.path("tenants")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            func keys(_ tenant: String) throws -> (EncryptionKey, EncryptionKey) {
+                (try EncryptionKey(passphrase: "old-\(tenant)"), try EncryptionKey(passphrase: "new-\(tenant)"))
+            }
+            for tenant in ["acme", "globex"] {
+                try EncryptionTests.makeDatabase("\(folder)/\(tenant).db", key: try keys(tenant).0, rows: 10)
+            }
+            try Data("not a database".utf8).write(to: URL(fileURLWithPath: "\(folder)/notes.txt"))
+            let results = try KeyRotation.rotateDatabases(inFolder: folder) { path in
+                let tenant = String(path.split(separator: "/").last!.dropLast(3))
+                let (old, new) = try keys(tenant)
+                return (.key(old), .key(new))
+            }
+            #expect(results.count == 2)
+            #expect(results.allSatisfy { $0.isRotated })
+            #expect(try Self.contents("\(folder)/acme.db", key: try keys("acme").1).count == 10)
+            expectError(.wrongKey) { try Connection(path: "\(folder)/globex.db", key: try keys("acme").1) }
+        }
+    }
+
+    @Test("a backup of the original is kept when asked, still under the old key")
+    func backupDirectory() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("tenant.db")
+            try EncryptionTests.makeDatabase(path, key: TestKeys.raw)
+            let backups = dir.path("backups")
+            try FileManager.default.createDirectory(atPath: backups, withIntermediateDirectories: true)
+            let result = try KeyRotation.rotate(RotationRequest(
+                path: path, oldEncryption: .key(TestKeys.raw), newEncryption: .key(TestKeys.passphrase),
+                backupDirectory: backups))
+            let backupPath = try #require(result.backupPath)
+            #expect(try Self.contents(backupPath, key: TestKeys.raw).count == 200)
+        }
+    }
+
+    @Test("the copy method can change settings; in place it cannot")
+    func settingsChange() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("tenant.db")
+            try EncryptionTests.makeDatabase(path, key: TestKeys.raw)
+            let newSettings = CipherSettings(pageSize: 8192)
+            expectError(.invalidState) {
+                try KeyRotation.rotate(RotationRequest(
+                    path: path, oldEncryption: .key(TestKeys.raw),
+                    newEncryption: .key(TestKeys.passphrase, settings: newSettings), method: .inPlace))
+            }
+            try KeyRotation.rotate(RotationRequest(
+                path: path, oldEncryption: .key(TestKeys.raw),
+                newEncryption: .key(TestKeys.passphrase, settings: newSettings)))
+            #expect(try Self.contents(path, key: TestKeys.passphrase, settings: newSettings).count == 200)
+        }
+    }
+
+    @Test("temporary files of an interrupted rotation are removed by the next one")
+    func staleTemporaryFiles() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("tenant.db")
+            try EncryptionTests.makeDatabase(path, key: TestKeys.raw)
+            let stale = path + ".sqlcipherkit-rotate-deadbeef"
+            try Data([1, 2, 3]).write(to: URL(fileURLWithPath: stale))
+            try KeyRotation.rotate(RotationRequest(
+                path: path, oldEncryption: .key(TestKeys.raw), newEncryption: .key(TestKeys.passphrase)))
+            #expect(!FileManager.default.fileExists(atPath: stale))
+        }
+    }
+}
+
+#if os(Linux)
+let isLinux = true
+#else
+let isLinux = false
+#endif
