@@ -7,13 +7,14 @@ let strictSwift: [SwiftSetting] = [
 
 let package = Package(
     name: "SQLCipherKit",
-    platforms: [.macOS(.v13), .iOS(.v16)],
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "SQLCipherKit", targets: ["SQLCipherKit"]),
         .executable(name: "sqlcipherkit", targets: ["sqlcipherkit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -28,7 +29,7 @@ let package = Package(
         ),
         .target(
             name: "SQLCipherKit",
-            dependencies: ["CSQLCipher", "COpenSSL"],
+            dependencies: ["CSQLCipher", "COpenSSL", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .executableTarget(
@@ -47,7 +48,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SQLCipherKitTests",
-            dependencies: ["SQLCipherKit", "CSQLCipher"],
+            dependencies: ["SQLCipherKit", "CSQLCipher", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .testTarget(

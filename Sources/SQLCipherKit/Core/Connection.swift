@@ -1,4 +1,5 @@
 import CSQLCipher
+import Logging
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -95,7 +96,15 @@ public final class Connection {
         self.encryption = encryption
         self.statementCache = StatementCache(capacity: options.statementCacheCapacity)
         self.handle = ConnectionHandle()
-        try open(encryption: encryption)
+        do {
+            try open(encryption: encryption)
+        } catch {
+            options.logger?.warning("open failed", metadata: ["path": "\(path)", "error": "\(error)"])
+            throw error
+        }
+        options.logger?.debug("opened", metadata: [
+            "path": "\(path)", "encrypted": "\(encryption.key != nil)", "engine": "\(SQLCipher.version)",
+        ])
     }
 
     /// Opens a new handle with `encryption`, replacing the current (closed) one.
@@ -424,15 +433,20 @@ public struct OpenOptions: Sendable {
     /// How many compiled statements ``Connection/cachedStatement(_:)`` keeps.
     public var statementCacheCapacity: Int
 
+    /// Where the connection reports opens, failed opens, rekeys, backups and exports (swift-log). Messages carry
+    /// paths, kinds and error messages; never a key, never bound values. `nil` (the default) logs nothing.
+    public var logger: Logger?
+
     /// Creates options.
     public init(
         mode: Mode = .readWriteCreate, isURI: Bool = false, busyTimeout: Duration? = .seconds(5),
-        statementCacheCapacity: Int = 64
+        statementCacheCapacity: Int = 64, logger: Logger? = nil
     ) {
         self.mode = mode
         self.isURI = isURI
         self.busyTimeout = busyTimeout
         self.statementCacheCapacity = statementCacheCapacity
+        self.logger = logger
     }
 }
 

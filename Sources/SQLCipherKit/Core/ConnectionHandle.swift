@@ -1,5 +1,4 @@
 import CSQLCipher
-import Synchronization
 
 /// The raw `sqlite3*` shared by a connection and its statements, so a statement knows when its connection has been
 /// closed (and its own `sqlite3_stmt*` finalized with it) without keeping the connection alive.
@@ -63,10 +62,10 @@ final class ConnectionHandle {
 public final class InterruptHandle: Sendable {
     // The pointer is only passed to sqlite3_interrupt, which SQLite documents as callable from any thread; the
     // mutex makes sure it is never called after sqlite3_close.
-    private let state: Mutex<UInt?>
+    private let state: Locked<UInt?>
 
     init(_ sqliteConnection: OpaquePointer?) {
-        state = Mutex(sqliteConnection.map { UInt(bitPattern: Int(bitPattern: UnsafeRawPointer($0))) })
+        state = Locked(sqliteConnection.map { UInt(bitPattern: Int(bitPattern: UnsafeRawPointer($0))) })
     }
 
     /// Makes the statement running on the connection stop as soon as possible with `SQLITE_INTERRUPT`.

@@ -1,4 +1,3 @@
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -13,7 +12,7 @@ enum OpenFiles {
         let inode: UInt64
     }
 
-    private static let counts = Mutex<[FileID: Int]>([:])
+    private static let counts = Locked<[FileID: Int]>([:])
 
     static func fileID(path: String) -> FileID? {
         guard !path.isEmpty else { return nil }

@@ -73,26 +73,42 @@ extension EncryptionKey {
             throw Self.invalid("key file \(path) changed while it was read")
         }
         self = try raw.withUnsafeBytes { bytes in
-            var content = UnsafeRawBufferPointer(rebasing: bytes[0..<readCount])
-            if content.last == UInt8(ascii: "\n") {
-                content = UnsafeRawBufferPointer(rebasing: content.dropLast())
-                if content.last == UInt8(ascii: "\r") {
-                    content = UnsafeRawBufferPointer(rebasing: content.dropLast())
-                }
-            }
-            guard !content.isEmpty else {
-                throw Self.invalid("key file \(path) is empty")
-            }
-            if content.count >= 2, content[0] == UInt8(ascii: "x") || content[0] == UInt8(ascii: "X"),
-               content[1] == UInt8(ascii: "'") {
-                do {
-                    return try Self.parseRawText(content)
-                } catch let error as DatabaseError {
-                    throw Self.invalid("key file \(path): \(error.message)")
-                }
-            }
-            return try EncryptionKey(passphraseBuffer: content.copyIntoSecret())
+            try EncryptionKey.parseKeyText(UnsafeRawBufferPointer(rebasing: bytes[0..<readCount]), source: "key file \(path)")
         }
+    }
+
+    /// Parses key material in the key-file format: `x'<64 hex>'` / `x'<96 hex>'` is a raw key, anything else a
+    /// passphrase; one trailing newline (`\n` or `\r\n`) is removed. For keys from an environment variable, standard
+    /// input or a secret manager.
+    ///
+    /// - Parameter bytes: The content. Wipe your copy afterwards; the key keeps its own wiped buffer.
+    /// - Throws: ``DatabaseError/invalidKey`` for empty content or malformed `x'…'` text (never showing the content).
+    public init(keyText bytes: some Sequence<UInt8>) throws {
+        var array = Array(bytes)
+        defer { array.withUnsafeMutableBytes { SecretBytes.wipe($0) } }
+        self = try array.withUnsafeBytes { try EncryptionKey.parseKeyText($0, source: "key") }
+    }
+
+    static func parseKeyText(_ bytes: UnsafeRawBufferPointer, source: String) throws -> EncryptionKey {
+        var content = bytes
+        if content.last == UInt8(ascii: "\n") {
+            content = UnsafeRawBufferPointer(rebasing: content.dropLast())
+            if content.last == UInt8(ascii: "\r") {
+                content = UnsafeRawBufferPointer(rebasing: content.dropLast())
+            }
+        }
+        guard !content.isEmpty else {
+            throw Self.invalid("\(source) is empty")
+        }
+        if content.count >= 2, content[0] == UInt8(ascii: "x") || content[0] == UInt8(ascii: "X"),
+           content[1] == UInt8(ascii: "'") {
+            do {
+                return try Self.parseRawText(content)
+            } catch let error as DatabaseError {
+                throw Self.invalid("\(source): \(error.message)")
+            }
+        }
+        return try EncryptionKey(passphraseBuffer: content.copyIntoSecret())
     }
 }
 

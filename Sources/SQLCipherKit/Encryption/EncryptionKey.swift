@@ -70,7 +70,8 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
     ///
     /// - Throws: ``DatabaseError/invalidKey`` when `bytes` is empty.
     public init(passphraseBytes bytes: some Sequence<UInt8>) throws {
-        let array = Array(bytes)
+        var array = Array(bytes)
+        defer { array.withUnsafeMutableBytes { SecretBytes.wipe($0) } }
         try self.init(passphraseBuffer: array.withUnsafeBytes { $0.copyIntoSecret() })
     }
 
@@ -89,7 +90,8 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
     ///
     /// - Throws: ``DatabaseError/invalidKey`` when the key is not 32 bytes or the salt not 16.
     public init(rawKey: some Sequence<UInt8>, salt: (some Sequence<UInt8>)? = [UInt8]?.none) throws {
-        let key = Array(rawKey)
+        var key = Array(rawKey)
+        defer { key.withUnsafeMutableBytes { SecretBytes.wipe($0) } }
         let salt = salt.map { Array($0) }
         guard key.count == Self.rawKeyByteCount else {
             throw Self.invalid("a raw key must be \(Self.rawKeyByteCount) bytes, not \(key.count)")

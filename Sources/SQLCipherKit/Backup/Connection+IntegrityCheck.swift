@@ -1,0 +1,62 @@
+/// What ``Connection/checkIntegrity()`` found.
+public struct IntegrityReport: Sendable, Hashable {
+    /// The problems `PRAGMA quick_check` reported (or the error it stopped with); empty when it answered `ok`.
+    public let quickCheckProblems: [String]
+
+    /// The rows of `PRAGMA cipher_integrity_check` (each a page whose HMAC failed, or the error it stopped with);
+    /// empty when every page verified; `nil` when it did not run (a plaintext database, or SQLCipher before 4.2).
+    public let cipherIntegrityProblems: [String]?
+
+    /// Creates a report.
+    public init(quickCheckProblems: [String], cipherIntegrityProblems: [String]?) {
+        self.quickCheckProblems = quickCheckProblems
+        self.cipherIntegrityProblems = cipherIntegrityProblems
+    }
+
+    /// `true` when neither check found a problem.
+    public var isIntact: Bool {
+        quickCheckProblems.isEmpty && (cipherIntegrityProblems ?? []).isEmpty
+    }
+}
+
+extension Connection {
+    /// Checks every page: `PRAGMA quick_check` (b-tree structure; reading a page decrypts it and checks its HMAC)
+    /// and, on SQLCipher 4.2 and later, `PRAGMA cipher_integrity_check` (every page's HMAC, including free pages).
+    ///
+    /// A tampered page usually makes `quick_check` stop with `SQLITE_CORRUPT` instead of answering: such an error is
+    /// reported as a problem, not thrown, so the report is complete either way.
+    ///
+    /// - Returns: The report; ``IntegrityReport/isIntact`` says whether the database passed.
+    /// - Throws: ``DatabaseError/connectionClosed``, or an error that is not about the file's content (such as
+    ///   `SQLITE_BUSY`).
+    ///
+    /// See [PRAGMA quick_check](https://www.sqlite.org/pragma.html#pragma_quick_check) and
+    /// [cipher_integrity_check](https://www.zetetic.net/sqlcipher/sqlcipher-api/#cipher_integrity_check).
+    public func checkIntegrity() throws -> IntegrityReport {
+        _ = try checkedConnection()
+        let quickCheck = try problems {
+            let rows = try all("PRAGMA quick_check", as: String.self)
+            return rows == ["ok"] ? [] : rows
+        }
+        var cipherCheck: [String]?
+        if isEncrypted && SQLCipher.supports(.cipherIntegrityCheck) {
+            // No rows means every page verified (SQLCIPHER-FACTS §12).
+            cipherCheck = try problems { try all("PRAGMA cipher_integrity_check", as: String.self) }
+        }
+        return IntegrityReport(quickCheckProblems: quickCheck, cipherIntegrityProblems: cipherCheck)
+    }
+
+    private func problems(_ check: () throws -> [String]) throws -> [String] {
+        do {
+            return try check()
+        } catch let error as DatabaseError {
+            switch error.resultCode {
+            case DatabaseError.SQLITE_CORRUPT, DatabaseError.SQLITE_NOTADB, DatabaseError.SQLITE_IOERR,
+                 DatabaseError.SQLITE_FORMAT:
+                return [error.message]
+            default:
+                throw error
+            }
+        }
+    }
+}

@@ -1,0 +1,335 @@
+import Dispatch
+
+/// A caller waiting for something the coordinator hands over: admission, a reader, the end of in-flight work.
+///
+/// `@unchecked Sendable`: `continuation` and `result` are only touched with the coordinator's mutex held, except that
+/// a synchronous waiter reads `result` after `semaphore.wait()` returns, which happens after the write that preceded
+/// `signal()` (the semaphore orders them).
+final class Waiter<Value: Sendable>: @unchecked Sendable {
+    private var continuation: CheckedContinuation<Value, Error>?
+    private var result: Result<Value, Error>?
+    private let semaphore: DispatchSemaphore?
+    private(set) var isFinished = false
+
+    init(synchronous: Bool) {
+        semaphore = synchronous ? DispatchSemaphore(value: 0) : nil
+    }
+
+    /// Called with the mutex held.
+    func resume(_ outcome: Result<Value, Error>) {
+        guard !isFinished else { return }
+        isFinished = true
+        if let continuation {
+            self.continuation = nil
+            continuation.resume(with: outcome)
+        } else {
+            result = outcome
+            semaphore?.signal()
+        }
+    }
+
+    /// Called with the mutex held: attaches the async continuation (resumed at once if already finished).
+    func attach(_ continuation: CheckedContinuation<Value, Error>) {
+        if isFinished, let result {
+            continuation.resume(with: result)
+        } else {
+            self.continuation = continuation
+        }
+    }
+
+    /// Blocks until resumed (synchronous waiters only; called without the mutex).
+    func wait() throws -> Value {
+        semaphore!.wait()
+        return try result!.get()
+    }
+}
+
+/// The admission and reader bookkeeping shared by ``DatabaseQueue`` and ``DatabasePool``.
+///
+/// - Work is admitted through a gate. ``close()`` shuts it; a rekey raises a barrier: new work waits until the
+///   barrier is lowered, and the rekey waits until the work in flight has drained.
+/// - Readers (pool only) are opened on demand up to a maximum, then reused; callers wait for a free one.
+final class AccessCoordinator: Sendable {
+    let factory: ConnectionFactory
+    let writer: SerializedConnection
+    let maximumReaderCount: Int
+    let label: String
+    private let state: Locked<State>
+
+    private struct State {
+        var isClosed = false
+        var areConnectionsClosed = false
+        var isBarrierUp = false
+        var inFlightCount = 0
+        var admissionWaiters: [Waiter<Void>] = []
+        var drainWaiters: [Waiter<Void>] = []
+        var availableReaders: [SerializedConnection] = []
+        var readerCount = 0
+        var readerWaiters: [Waiter<SerializedConnection>] = []
+    }
+
+    init(factory: ConnectionFactory, writer: Connection, maximumReaderCount: Int, label: String) {
+        self.factory = factory
+        self.maximumReaderCount = maximumReaderCount
+        self.label = label
+        self.state = Locked(State())
+        // The writer's queue identifies this coordinator; its readers' queues use the same owner.
+        self.writer = SerializedConnection(writer, label: "\(label).writer", owner: ObjectIdentifier(factory))
+    }
+
+    var owner: ObjectIdentifier { ObjectIdentifier(factory) }
+
+    func refuseReentrance() throws {
+        if SerializedConnection.isRunningInside(owner) {
+            throw DatabaseError(
+                kind: .invalidState, code: DatabaseError.SQLITE_MISUSE,
+                message: "\(label) was used from inside one of its own read or write closures; that would deadlock."
+                    + " Use the Connection the closure receives")
+        }
+    }
+
+    private static func closedError() -> DatabaseError {
+        DatabaseError(kind: .connectionClosed, code: DatabaseError.SQLITE_MISUSE, message: "the database was closed")
+    }
+
+    // MARK: - Admission
+
+    func enter() throws {
+        try refuseReentrance()
+        let waiter: Waiter<Void>? = try state.withLock { state in
+            if state.isClosed { throw Self.closedError() }
+            if state.isBarrierUp {
+                let waiter = Waiter<Void>(synchronous: true)
+                state.admissionWaiters.append(waiter)
+                return waiter
+            }
+            state.inFlightCount += 1
+            return nil
+        }
+        try waiter?.wait()
+    }
+
+    func enter() async throws {
+        try refuseReentrance()
+        let waiter = Waiter<Void>(synchronous: false)
+        let admitted: Bool = try state.withLock { state in
+            if state.isClosed { throw Self.closedError() }
+            if state.isBarrierUp {
+                state.admissionWaiters.append(waiter)
+                return false
+            }
+            state.inFlightCount += 1
+            return true
+        }
+        if admitted { return }
+        try await wait(for: waiter) { state in state.admissionWaiters.removeAll { $0 === waiter } }
+    }
+
+    func exit() {
+        let toClose: [SerializedConnection] = state.withLock { state in
+            state.inFlightCount -= 1
+            guard state.inFlightCount == 0 else { return [] }
+            if !state.drainWaiters.isEmpty {
+                // A close() or a rekey waits for this moment and takes over (close() must return only once the
+                // connections are closed, so it closes them itself).
+                for waiter in state.drainWaiters { waiter.resume(.success(())) }
+                state.drainWaiters.removeAll()
+                return []
+            }
+            // close() was called from inside a closure and did not wait: the last one out closes.
+            return Self.takeConnectionsIfClosing(&state, writer: writer)
+        }
+        for connection in toClose { connection.close() }
+    }
+
+    /// Suspends until `waiter` is resumed; on task cancellation removes it (with `remove`) and throws.
+    private func wait<Value: Sendable>(
+        for waiter: Waiter<Value>, remove: @escaping @Sendable (inout State) -> Void
+    ) async throws -> Value {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                state.withLock { _ in waiter.attach(continuation) }
+            }
+        } onCancel: {
+            state.withLock { state in
+                guard !waiter.isFinished else { return }
+                remove(&state)
+                waiter.resume(.failure(CancellationError()))
+            }
+        }
+    }
+
+    // MARK: - Readers
+
+    private enum ReaderSlot {
+        case ready(SerializedConnection)
+        case open
+        case wait
+    }
+
+    func acquireReader() throws -> SerializedConnection {
+        let waiter = Waiter<SerializedConnection>(synchronous: true)
+        switch try reserveReader(waiter) {
+        case .ready(let reader): return reader
+        case .open: return try openReader()
+        case .wait: return try waiter.wait()
+        }
+    }
+
+    func acquireReader() async throws -> SerializedConnection {
+        let waiter = Waiter<SerializedConnection>(synchronous: false)
+        switch try reserveReader(waiter) {
+        case .ready(let reader): return reader
+        case .open: return try openReader()
+        case .wait:
+            return try await wait(for: waiter) { state in state.readerWaiters.removeAll { $0 === waiter } }
+        }
+    }
+
+    private func reserveReader(_ waiter: Waiter<SerializedConnection>) throws -> ReaderSlot {
+        try state.withLock { state in
+            if state.isClosed { throw Self.closedError() }
+            if let reader = state.availableReaders.popLast() { return .ready(reader) }
+            if state.readerCount < maximumReaderCount {
+                state.readerCount += 1
+                return .open
+            }
+            state.readerWaiters.append(waiter)
+            return .wait
+        }
+    }
+
+    private func openReader() throws -> SerializedConnection {
+        do {
+            let connection = try factory.open(readOnly: true)
+            return SerializedConnection(connection, label: "\(label).reader", owner: owner)
+        } catch {
+            state.withLock { state in
+                state.readerCount -= 1
+                // A waiter counted on this reader: pass the failure on rather than leave it waiting.
+                if !state.readerWaiters.isEmpty {
+                    state.readerWaiters.removeFirst().resume(.failure(error))
+                }
+            }
+            throw error
+        }
+    }
+
+    func releaseReader(_ reader: SerializedConnection) {
+        let closeIt: Bool = state.withLock { state in
+            if state.isClosed || state.isBarrierUp {
+                state.readerCount -= 1
+                return true
+            }
+            if !state.readerWaiters.isEmpty {
+                state.readerWaiters.removeFirst().resume(.success(reader))
+            } else {
+                state.availableReaders.append(reader)
+            }
+            return false
+        }
+        if closeIt { reader.close() }
+    }
+
+    // MARK: - Barrier (rekey) and close
+
+    /// Stops admitting work, waits for the work in flight, closes the readers, runs `body`, then admits again.
+    func withBarrier<T>(_ body: () throws -> T) throws -> T {
+        try refuseReentrance()
+        let waiter = Waiter<Void>(synchronous: true)
+        let mustWait: Bool = try state.withLock { state in
+            if state.isClosed { throw Self.closedError() }
+            if state.isBarrierUp {
+                throw DatabaseError(
+                    kind: .invalidState, code: DatabaseError.SQLITE_MISUSE, message: "a rekey is already running")
+            }
+            state.isBarrierUp = true
+            if state.inFlightCount == 0 { return false }
+            state.drainWaiters.append(waiter)
+            return true
+        }
+        if mustWait { try waiter.wait() }
+        defer {
+            state.withLock { state in
+                state.isBarrierUp = false
+                for waiter in state.admissionWaiters {
+                    state.inFlightCount += 1
+                    waiter.resume(.success(()))
+                }
+                state.admissionWaiters.removeAll()
+            }
+        }
+        let readers: [SerializedConnection] = state.withLock { state in
+            let readers = state.availableReaders
+            state.availableReaders.removeAll()
+            state.readerCount -= readers.count
+            return readers
+        }
+        for reader in readers { reader.close() }
+        return try body()
+    }
+
+    /// Rekeys through the writer behind a barrier; see ``DatabasePool/rekey(to:)``.
+    func rekey(to newKeyProvider: KeyProvider) throws {
+        try withBarrier {
+            let newKey = try newKeyProvider.key()
+            let newEncryption = try factory.derivedEncryption(for: newKey)
+            do {
+                try writer.sync { db in try db.rekey(to: newEncryption.key!) }
+            } catch {
+                // rekey closed the writer: reopen it with the key that still works, or close everything.
+                let reopened: Void? = try? writer.sync { db in try db.open(encryption: factory.encryption()) }
+                if reopened == nil { close() }
+                factory.options.logger?.error("rekey failed", metadata: ["label": "\(label)", "error": "\(error)"])
+                throw error
+            }
+            factory.replaceKeyProvider(
+                newKeyProvider, derived: newKey.kind == .passphrase ? (newKey, newEncryption.key!) : nil)
+            factory.options.logger?.info("rekeyed", metadata: ["label": "\(label)"])
+        }
+    }
+
+    /// Refuses new work, fails waiting callers, waits for the work in flight (unless called from inside it), then
+    /// closes every connection.
+    func close() {
+        let inside = SerializedConnection.isRunningInside(owner)
+        let waiter = Waiter<Void>(synchronous: true)
+        let (mustWait, toClose): (Bool, [SerializedConnection]) = state.withLock { state in
+            if !state.isClosed {
+                state.isClosed = true
+                for waiter in state.admissionWaiters { waiter.resume(.failure(Self.closedError())) }
+                state.admissionWaiters.removeAll()
+                for waiter in state.readerWaiters { waiter.resume(.failure(Self.closedError())) }
+                state.readerWaiters.removeAll()
+            }
+            if state.inFlightCount > 0 {
+                // From inside a closure the last exit() closes the connections.
+                if !inside { state.drainWaiters.append(waiter) }
+                return (!inside, [])
+            }
+            return (false, Self.takeConnectionsIfClosing(&state, writer: writer))
+        }
+        for connection in toClose { connection.close() }
+        if mustWait {
+            try? waiter.wait()
+            let toClose = state.withLock { Self.takeConnectionsIfClosing(&$0, writer: writer) }
+            for connection in toClose { connection.close() }
+        }
+    }
+
+    private static func takeConnectionsIfClosing(_ state: inout State, writer: SerializedConnection)
+        -> [SerializedConnection]
+    {
+        guard state.isClosed, state.inFlightCount == 0, !state.areConnectionsClosed else { return [] }
+        state.areConnectionsClosed = true
+        let connections = state.availableReaders + [writer]
+        state.availableReaders.removeAll()
+        state.readerCount = 0
+        return connections
+    }
+
+    var isClosed: Bool { state.withLock { $0.isClosed } }
+
+    /// How many reader connections are open (for tests and metrics).
+    var openReaderCount: Int { state.withLock { $0.readerCount } }
+}

@@ -1,0 +1,172 @@
+/// Concurrent access to one database in WAL mode: one writer and up to ``Configuration/maximumReaderCount`` readers
+/// that run in parallel with it and with each other, each read in its own consistent snapshot.
+///
+/// ```swift
+/// let pool = try DatabasePool(path: "notes.db", keyProvider: .file("/run/secrets/notes.key"))
+/// try await pool.write { db in try db.execute("INSERT INTO note(body) VALUES (?)", "hello") }
+/// let count = try await pool.read { db in try db.scalar("SELECT count(*) FROM note", as: Int.self) ?? 0 }
+/// ```
+///
+/// - Writes run in an immediate transaction on the single writer connection, one at a time.
+/// - Reads run in a deferred transaction on a reader connection (`PRAGMA query_only`), so a read sees one snapshot
+///   from start to end while the writer commits.
+/// - The async methods run SQLite on the pool's own dispatch queues, never on Swift's cooperative threads. A task
+///   cancelled while it waits for a connection stops waiting and throws `CancellationError`.
+/// - With a passphrase, the key is derived once (OpenSSL PBKDF2 with the engine's KDF settings and the file's salt)
+///   and every connection opens with the derived raw key: an Nth connection costs about 1 ms instead of SQLCipher's
+///   25–85 ms of key derivation.
+/// - ``rekey(to:)`` changes the key for every connection: new work waits, work in flight finishes, readers are
+///   closed, the writer rekeys and verifies, and the pool goes on with the new key.
+///
+/// Closures must use only the `Connection` they receive and must not call the pool again (that would deadlock: it
+/// throws ``DatabaseError/invalidState``).
+public final class DatabasePool: Sendable {
+    /// How a pool opens and shares its connections.
+    public struct Configuration: Sendable {
+        /// The most reader connections open at once (opened on demand). At least 1.
+        public var maximumReaderCount: Int
+        /// Cipher settings for every connection.
+        public var settings: CipherSettings
+        /// Busy timeout, statement cache size and logger for every connection (the mode is chosen by the pool).
+        public var openOptions: OpenOptions
+
+        /// Creates a configuration.
+        public init(maximumReaderCount: Int = 4, settings: CipherSettings = .engineDefault,
+                    openOptions: OpenOptions = OpenOptions()) {
+            self.maximumReaderCount = maximumReaderCount
+            self.settings = settings
+            self.openOptions = openOptions
+        }
+    }
+
+    let coordinator: AccessCoordinator
+
+    /// The database path.
+    public let path: String
+
+    /// Opens (or creates) the database in WAL mode with a key from `keyProvider`.
+    ///
+    /// - Throws: The key provider's error; the errors of ``Connection/init(path:encryption:options:)``;
+    ///   ``DatabaseError/invalidArgument`` for a reader count below 1; ``DatabaseError/unsupportedByEngine`` when WAL
+    ///   mode cannot be enabled (an in-memory database).
+    public convenience init(path: String, keyProvider: KeyProvider, configuration: Configuration = Configuration())
+        throws
+    {
+        try self.init(path: path, keyProvider: Optional(keyProvider), configuration: configuration)
+    }
+
+    /// Opens a **plaintext** database in WAL mode. Prefer ``init(path:keyProvider:configuration:)``.
+    public static func unencrypted(path: String, configuration: Configuration = Configuration()) throws
+        -> DatabasePool
+    {
+        try DatabasePool(path: path, keyProvider: nil, configuration: configuration)
+    }
+
+    private init(path: String, keyProvider: KeyProvider?, configuration: Configuration) throws {
+        guard configuration.maximumReaderCount >= 1 else {
+            throw DatabaseError(
+                kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
+                message: "a pool needs at least 1 reader, not \(configuration.maximumReaderCount)")
+        }
+        var options = configuration.openOptions
+        options.mode = .readWriteCreate
+        let factory = ConnectionFactory(
+            path: path, keyProvider: keyProvider, settings: configuration.settings, options: options)
+        let writer = try factory.open()
+        do {
+            let mode = try writer.pragmaText("journal_mode = WAL")
+            guard mode?.caseInsensitiveEquals("wal") == true else {
+                throw DatabaseError(
+                    kind: .unsupportedByEngine, code: DatabaseError.SQLITE_ERROR,
+                    message: "WAL mode could not be enabled (journal mode is \(mode ?? "unknown")); a pool needs a"
+                        + " database file. Use DatabaseQueue for in-memory databases")
+            }
+        } catch {
+            writer.close()
+            throw error
+        }
+        self.path = path
+        self.coordinator = AccessCoordinator(
+            factory: factory, writer: writer, maximumReaderCount: configuration.maximumReaderCount,
+            label: "DatabasePool(\(path))")
+        options.logger?.info("database pool opened", metadata: [
+            "path": "\(path)", "encrypted": "\(keyProvider != nil)", "readers": "\(configuration.maximumReaderCount)",
+        ])
+    }
+
+    deinit {
+        coordinator.close()
+    }
+
+    // MARK: - Reading
+
+    /// Runs `body` in a read transaction on a reader connection, blocking the calling thread.
+    public func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        try coordinator.enter()
+        defer { coordinator.exit() }
+        let reader = try coordinator.acquireReader()
+        defer { coordinator.releaseReader(reader) }
+        return try reader.sync { db in try db.transaction(.deferred) { try body(db) } }
+    }
+
+    /// Runs `body` in a read transaction on a reader connection, without blocking Swift's cooperative threads.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await coordinator.enter()
+        defer { coordinator.exit() }
+        let reader = try await coordinator.acquireReader()
+        defer { coordinator.releaseReader(reader) }
+        return try await reader.async { db in try db.transaction(.deferred) { try body(db) } }
+    }
+
+    // MARK: - Writing
+
+    /// Runs `body` in an immediate transaction on the writer, blocking the calling thread. Commits when `body`
+    /// returns, rolls back when it throws.
+    public func write<T>(_ body: (Connection) throws -> T) throws -> T {
+        try coordinator.enter()
+        defer { coordinator.exit() }
+        return try coordinator.writer.sync { db in try db.transaction(.immediate) { try body(db) } }
+    }
+
+    /// Runs `body` in an immediate transaction on the writer, without blocking Swift's cooperative threads.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await coordinator.enter()
+        defer { coordinator.exit() }
+        return try await coordinator.writer.async { db in try db.transaction(.immediate) { try body(db) } }
+    }
+
+    /// Runs `body` on the writer outside any transaction (for VACUUM, PRAGMAs, or transactions of your own).
+    public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
+        try coordinator.enter()
+        defer { coordinator.exit() }
+        return try coordinator.writer.sync(body)
+    }
+
+    // MARK: - Keys and lifetime
+
+    /// Changes the key of the database for every connection of the pool.
+    ///
+    /// New work waits (it then runs with the new key), work in flight finishes, readers are closed, the writer runs
+    /// ``Connection/rekey(to:)`` (verified, WAL truncated), and `newKeyProvider` becomes the pool's provider. A
+    /// passphrase is derived once for the existing salt, so later connections still skip the KDF.
+    ///
+    /// Other processes must not have the database open (see ``Connection/rekey(to:)``).
+    ///
+    /// - Throws: The provider's error or the rekey's (the pool then keeps the old key when the file still opens
+    ///   with it; otherwise it is closed).
+    public func rekey(to newKeyProvider: KeyProvider) throws {
+        try coordinator.rekey(to: newKeyProvider)
+    }
+
+    /// Waits for the work in flight, then closes every connection; later calls throw
+    /// ``DatabaseError/connectionClosed``, and callers waiting for a connection are failed with it.
+    public func close() {
+        coordinator.close()
+    }
+
+    /// `true` after ``close()``.
+    public var isClosed: Bool { coordinator.isClosed }
+
+    /// The number of reader connections currently open.
+    public var readerConnectionCount: Int { coordinator.openReaderCount }
+}

@@ -1,0 +1,36 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A value protected by a `pthread_mutex_t`.
+///
+/// Used instead of `Synchronization.Mutex` because ThreadSanitizer understands pthread mutexes but not the futex-based
+/// `Mutex` on Linux (it reports every access under it as a race), and the project's concurrency tests must run clean
+/// under `--sanitize=thread`.
+///
+/// `@unchecked Sendable`: `value` is only read or written between `pthread_mutex_lock` and `pthread_mutex_unlock`.
+final class Locked<Value>: @unchecked Sendable {
+    private var value: Value
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    init(_ value: Value) {
+        self.value = value
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    /// Runs `body` with the lock held.
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value)
+    }
+}

@@ -1,0 +1,76 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension EncryptionKey {
+    /// A key from key-file text held in memory, such as an environment variable's value: SQLCipher's raw-key text
+    /// `x'<64 hex>'` / `x'<96 hex>'`, or anything else, which is a passphrase. One trailing newline (`\n` or `\r\n`)
+    /// is removed, as for ``init(contentsOf:permissions:)``.
+    ///
+    /// The bytes are copied straight into a buffer that is wiped when the key is released; the caller wipes (or
+    /// does not own) `bytes`.
+    ///
+    /// - Parameters:
+    ///   - bytes: The text.
+    ///   - source: Where the text came from, for error messages (for example `environment variable NOTES_KEY`).
+    /// - Throws: ``DatabaseError/invalidKey`` when the text is empty or holds malformed `x'…'` text. The message
+    ///   names `source` and the problem, never the content.
+    public init(keyText bytes: UnsafeRawBufferPointer, source: String) throws {
+        var content = bytes
+        if content.last == UInt8(ascii: "\n") {
+            content = UnsafeRawBufferPointer(rebasing: content.dropLast())
+            if content.last == UInt8(ascii: "\r") {
+                content = UnsafeRawBufferPointer(rebasing: content.dropLast())
+            }
+        }
+        guard !content.isEmpty else {
+            throw Self.invalid("the key from \(source) is empty")
+        }
+        if content.count >= 2, content[0] == UInt8(ascii: "x") || content[0] == UInt8(ascii: "X"),
+           content[1] == UInt8(ascii: "'") {
+            do {
+                self = try Self.parseRawText(content)
+                return
+            } catch let error as DatabaseError {
+                throw Self.invalid("the key from \(source): \(error.message)")
+            }
+        }
+        try self.init(passphraseBuffer: content.copyIntoSecret())
+    }
+
+    /// Reads a key from a file descriptor until end of file (standard input, a pipe), in the key-file format of
+    /// ``init(keyText:source:)``.
+    ///
+    /// The bytes go straight into buffers that are wiped; no Swift `String` or `Array` holds them. At most
+    /// ``maximumKeyFileByteCount`` bytes are accepted.
+    ///
+    /// - Parameters:
+    ///   - descriptor: An open file descriptor; it is read, not closed.
+    ///   - source: Where the bytes come from, for error messages (for example `standard input`).
+    /// - Throws: ``DatabaseError/invalidKey`` when reading fails, the input is too long or empty, or holds
+    ///   malformed `x'…'` text.
+    public init(readingFileDescriptor descriptor: CInt, source: String) throws {
+        var readCount = 0
+        // One byte more than allowed, so over-long input is noticed rather than cut.
+        let buffer = try SecretBytes(count: Self.maximumKeyFileByteCount + 1) { buffer in
+            while readCount < buffer.count {
+                let result = read(descriptor, buffer.baseAddress! + readCount, buffer.count - readCount)
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    throw Self.invalid("cannot read the key from \(source): \(String(cString: strerror(errno)))")
+                }
+                if result == 0 { break }
+                readCount += result
+            }
+        }
+        guard readCount <= Self.maximumKeyFileByteCount else {
+            throw Self.invalid(
+                "the key from \(source) is longer than \(Self.maximumKeyFileByteCount) bytes; that is not a key")
+        }
+        self = try buffer.withUnsafeBytes { bytes in
+            try EncryptionKey(keyText: UnsafeRawBufferPointer(rebasing: bytes[0..<readCount]), source: source)
+        }
+    }
+}

@@ -1,0 +1,229 @@
+/// What a database file is and, when it can be opened, how it is laid out: the library behind `sqlcipherkit info`.
+///
+/// ```swift
+/// let file = DatabaseFileInspection.inspect(path: "notes.db")               // no key: what the bytes say
+/// print(file.format)                                                        // .encrypted
+/// let opened = try DatabaseFileInspection.inspect(path: "notes.db", encryption: .key(key))
+/// print(opened.cipher?.kdfIterations, opened.database?.pageCount)
+/// ```
+///
+/// Without a key only the file's first bytes are read (and a plaintext database is opened read-only). With a key the
+/// database is opened read-only and its cipher settings are read back from the engine. Key material is never part
+/// of the result.
+public struct DatabaseFileInspection: Sendable, Hashable {
+    /// What the file looks like from its bytes.
+    public enum Format: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+        /// There is no file at the path.
+        case missing
+        /// Something other than a regular file (a folder, a device).
+        case notARegularFile = "not-a-regular-file"
+        /// A file of 0 bytes: SQLite treats it as a new, empty database.
+        case empty
+        /// A plaintext SQLite database (`SQLite format 3\0` header, readable without a key).
+        case plaintext
+        /// A SQLite header that does not open without a key: an SQLCipher 4 database with a plaintext header (or a
+        /// damaged plaintext one).
+        case plaintextHeader = "plaintext-header"
+        /// No SQLite header: an SQLCipher database (or a file that is not a database at all; only the key tells).
+        case encrypted
+
+        /// A short phrase for people.
+        public var description: String {
+            switch self {
+            case .missing: "missing (no such file)"
+            case .notARegularFile: "not a regular file"
+            case .empty: "empty (0 bytes; a new database)"
+            case .plaintext: "plaintext SQLite database (NOT encrypted)"
+            case .plaintextHeader: "SQLite header, unreadable without a key: SQLCipher with a plaintext header"
+            case .encrypted: "no SQLite header: encrypted (or not a database)"
+            }
+        }
+    }
+
+    /// Facts every opened database has.
+    public struct DatabaseDetails: Sendable, Hashable {
+        /// `PRAGMA page_size`: the usable page size SQLite sees (SQLCipher's page size minus nothing; the reserve
+        /// for IV and HMAC is inside each page).
+        public let pageSize: Int
+        /// `PRAGMA page_count`.
+        public let pageCount: Int
+        /// `PRAGMA journal_mode`, lower case (`delete`, `wal`, …).
+        public let journalMode: String
+        /// `PRAGMA user_version`.
+        public let userVersion: Int64
+        /// `PRAGMA application_id`.
+        public let applicationID: Int64
+        /// The number of tables, indexes, views and triggers (`sqlite_master` rows).
+        public let schemaObjectCount: Int
+    }
+
+    /// The cipher settings an encrypted database opened with, read back from the engine.
+    public struct CipherDetails: Sendable, Hashable {
+        /// The settings that opened it (the caller's, or ``CipherSettings/sqlcipher3`` when SQLCipher 3's format was
+        /// detected).
+        public let settings: CipherSettings
+        /// `cipher_page_size`.
+        public let pageSize: Int?
+        /// `kdf_iter` (used for passphrases only).
+        public let kdfIterations: Int?
+        /// `cipher_use_hmac`.
+        public let usesHMAC: Bool?
+        /// `cipher_kdf_algorithm` (SQLCipher 4; `nil` on SQLCipher 3, which has PBKDF2-HMAC-SHA1 only).
+        public let kdfAlgorithm: String?
+        /// `cipher_hmac_algorithm` (SQLCipher 4; `nil` on SQLCipher 3, which has HMAC-SHA1 only).
+        public let hmacAlgorithm: String?
+        /// `cipher_plaintext_header_size` (SQLCipher 4; `nil` on SQLCipher 3).
+        public let plaintextHeaderSize: Int?
+        /// 3 or 4 when the settings are that major version's defaults; `nil` for custom settings.
+        public let formatMajorVersion: Int?
+    }
+
+    /// The path inspected.
+    public let path: String
+    /// What the bytes say.
+    public let format: Format
+    /// The file's size, `nil` when there is no regular file.
+    public let byteCount: Int?
+    /// The size of the `-wal` file beside it, `nil` when there is none.
+    public let walByteCount: Int?
+    /// Set when the database was opened: a plaintext one without a key, an encrypted one with its key.
+    public let database: DatabaseDetails?
+    /// Set when an encrypted database was opened with its key.
+    public let cipher: CipherDetails?
+
+    // MARK: - Inspecting
+
+    /// Inspects a file without a key: its format from the first bytes; for a plaintext database also its details.
+    ///
+    /// Never throws: a file that cannot be read is reported as what its bytes look like.
+    public static func inspect(path: String) -> DatabaseFileInspection {
+        let format = fileFormat(atPath: path)
+        var details: DatabaseDetails?
+        if format == .plaintext {
+            details = try? withConnection(path: path, encryption: .none) { try readDetails($0) }
+        }
+        return DatabaseFileInspection(
+            path: path, format: format, byteCount: regularFileSize(atPath: path),
+            walByteCount: regularFileSize(atPath: path + "-wal"), database: details, cipher: nil)
+    }
+
+    /// Inspects a file with a key: opens it read-only and reads its details and cipher settings.
+    ///
+    /// On SQLCipher 4, when the engine's default settings do not open the file and `detectsSQLCipher3Format` is set,
+    /// SQLCipher 3's settings are tried too (``CipherDetails/formatMajorVersion`` is then 3).
+    ///
+    /// - Parameters:
+    ///   - path: The database file; it must exist (nothing is created).
+    ///   - encryption: The key and settings; with ``Encryption/none`` this is ``inspect(path:)`` for a plaintext
+    ///     file and throws ``DatabaseError/missingKey`` for an encrypted one.
+    ///   - detectsSQLCipher3Format: Whether to try SQLCipher 3's settings after the engine's defaults.
+    /// - Throws: ``DatabaseError/wrongKey`` (also for a plaintext-header file opened without its header size),
+    ///   ``DatabaseError/notEncrypted``, ``DatabaseError/notADatabase``, or `SQLITE_CANTOPEN` for a missing file.
+    public static func inspect(
+        path: String, encryption: Encryption, detectsSQLCipher3Format: Bool = true
+    ) throws -> DatabaseFileInspection {
+        let format = fileFormat(atPath: path)
+        if format == .missing || format == .notARegularFile {
+            throw DatabaseError(
+                kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN,
+                message: "\(path) is \(format == .missing ? "missing" : "not a regular file"); nothing to inspect")
+        }
+        if format == .plaintextHeader, encryption.key != nil, (encryption.settings.plaintextHeaderSize ?? 0) == 0 {
+            throw DatabaseError(
+                kind: .wrongKey, code: DatabaseError.SQLITE_NOTADB,
+                message: "\(path) has a plaintext SQLite header: open it with its plaintext header size (usually 32)"
+                    + " and its salt (a raw key with salt, x'<96 hex>')")
+        }
+        var opened: (DatabaseDetails, CipherDetails?)
+        do {
+            opened = try withConnection(path: path, encryption: encryption, read: readAll)
+        } catch DatabaseError.wrongKey where detectsSQLCipher3Format && encryption.settings.isEngineDefault
+            && SQLCipher.supports(.version4Format) && encryption.key != nil
+        {
+            // SQLCipher 4 does not open SQLCipher 3 files with its defaults (SQLCIPHER-FACTS §8); try 3's settings.
+            let version3 = Encryption.key(encryption.key!, settings: .sqlcipher3)
+            guard let retried = try? withConnection(path: path, encryption: version3, read: readAll) else {
+                throw DatabaseError(
+                    kind: .wrongKey, code: DatabaseError.SQLITE_NOTADB,
+                    message: "the key opens \(path) neither with SQLCipher 4's default settings nor with SQLCipher"
+                        + " 3's: wrong key, other cipher settings, or not an SQLCipher database")
+            }
+            opened = retried
+        }
+        return DatabaseFileInspection(
+            path: path, format: format, byteCount: regularFileSize(atPath: path),
+            walByteCount: regularFileSize(atPath: path + "-wal"), database: opened.0, cipher: opened.1)
+    }
+
+    // MARK: - Internals
+
+    private init(
+        path: String, format: Format, byteCount: Int?, walByteCount: Int?, database: DatabaseDetails?,
+        cipher: CipherDetails?
+    ) {
+        self.path = path
+        self.format = format
+        self.byteCount = byteCount
+        self.walByteCount = walByteCount
+        self.database = database
+        self.cipher = cipher
+    }
+
+    static func fileFormat(atPath path: String) -> Format {
+        guard OpenFiles.fileID(path: path) != nil else { return .missing }  // stat(2) failed
+        guard let size = regularFileSize(atPath: path) else { return .notARegularFile }
+        if size == 0 { return .empty }
+        guard readFilePrefix(atPath: path, count: 16) == sqliteHeaderMagic else { return .encrypted }
+        let opens = (try? withConnection(path: path, encryption: .none) { _ in true }) ?? false
+        return opens ? .plaintext : .plaintextHeader
+    }
+
+    private static func withConnection<T>(
+        path: String, encryption: Encryption, read: (Connection) throws -> T
+    ) throws -> T {
+        let connection = try Connection(
+            path: path, encryption: encryption, options: OpenOptions(mode: .readOnly, busyTimeout: .seconds(2)))
+        defer { connection.close() }
+        return try read(connection)
+    }
+
+    private static func readAll(_ connection: Connection) throws -> (DatabaseDetails, CipherDetails?) {
+        (try readDetails(connection), try readCipher(connection))
+    }
+
+    private static func readDetails(_ connection: Connection) throws -> DatabaseDetails {
+        DatabaseDetails(
+            pageSize: try connection.pragmaInteger("page_size") ?? 0,
+            pageCount: try connection.pragmaInteger("page_count") ?? 0,
+            journalMode: (try connection.pragmaText("journal_mode") ?? "").lowercased(),
+            userVersion: try connection.scalar("PRAGMA user_version", as: Int64.self) ?? 0,
+            applicationID: try connection.scalar("PRAGMA application_id", as: Int64.self) ?? 0,
+            schemaObjectCount: try connection.scalar("SELECT count(*) FROM sqlite_master", as: Int.self) ?? 0)
+    }
+
+    private static func readCipher(_ connection: Connection) throws -> CipherDetails? {
+        guard connection.isEncrypted else { return nil }
+        let isVersion4 = SQLCipher.supports(.version4Format)
+        let settings = connection.cipherSettings
+        return CipherDetails(
+            settings: settings,
+            pageSize: try connection.pragmaInteger("cipher_page_size"),
+            kdfIterations: try connection.pragmaInteger("kdf_iter"),
+            usesHMAC: try connection.pragmaInteger("cipher_use_hmac").map { $0 != 0 },
+            kdfAlgorithm: isVersion4 ? try connection.pragmaText("cipher_kdf_algorithm") : nil,
+            hmacAlgorithm: isVersion4 ? try connection.pragmaText("cipher_hmac_algorithm") : nil,
+            plaintextHeaderSize: isVersion4 ? try connection.pragmaInteger("cipher_plaintext_header_size") : nil,
+            formatMajorVersion: formatMajorVersion(of: settings, isVersion4Engine: isVersion4))
+    }
+
+    /// The format a file opened with `settings` has, ignoring the plaintext header (it does not change the format).
+    static func formatMajorVersion(of settings: CipherSettings, isVersion4Engine: Bool) -> Int? {
+        var layout = settings
+        layout.plaintextHeaderSize = nil
+        layout.salt = nil
+        if layout == .sqlcipher3 || layout == CipherSettings(compatibility: 3) { return 3 }
+        if layout == .sqlcipher4 || layout == CipherSettings(compatibility: 4) { return 4 }
+        if layout.isEngineDefault { return isVersion4Engine ? 4 : 3 }
+        return nil
+    }
+}

@@ -1,0 +1,301 @@
+import Dispatch
+import Foundation
+import Logging
+import SQLCipherKit
+import Synchronization
+import Testing
+
+/// Serialized: the key-derivation count is process-wide.
+@Suite("DatabasePool and DatabaseQueue", .serialized)
+struct ConcurrencyTests {
+    static func makeAccounts(_ pool: DatabasePool, count: Int = 10) throws {
+        try pool.write { db in
+            try db.execute("CREATE TABLE account(id INTEGER PRIMARY KEY, balance INTEGER NOT NULL)")
+            for id in 1...count { try db.execute("INSERT INTO account(id, balance) VALUES (?, 100)", id) }
+        }
+    }
+
+    @Test("concurrent readers with a writer: every read sees the invariant, no SQLITE_BUSY reaches the caller")
+    func readersWithWriter() async throws {
+        let dir = try TemporaryDirectory()
+        let pool = try DatabasePool(path: dir.path("bank.db"), keyProvider: .fixed(TestKeys.raw))
+        try Self.makeAccounts(pool)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for step in 0..<200 {
+                    try await pool.write { db in
+                        let from = step % 10 + 1, to = (step + 3) % 10 + 1
+                        try db.execute("UPDATE account SET balance = balance - 7 WHERE id = ?", from)
+                        try db.execute("UPDATE account SET balance = balance + 7 WHERE id = ?", to)
+                    }
+                }
+            }
+            for _ in 0..<4 {
+                group.addTask {
+                    for _ in 0..<100 {
+                        let total = try await pool.read { db in try db.scalar("SELECT sum(balance) FROM account", as: Int.self) }
+                        #expect(total == 1000)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(pool.readerConnectionCount <= 4)
+    }
+
+    @Test("a read keeps its snapshot while the writer commits")
+    func snapshot() throws {
+        let dir = try TemporaryDirectory()
+        let pool = try DatabasePool(path: dir.path("snap.db"), keyProvider: .fixed(TestKeys.raw))
+        try Self.makeAccounts(pool)
+        let (first, second) = try pool.read { db -> (Int?, Int?) in
+            let first = try db.scalar("SELECT count(*) FROM account", as: Int.self)
+            let done = DispatchSemaphore(value: 0)
+            let writer = Thread {
+                try? pool.write { db in try db.execute("INSERT INTO account(balance) VALUES (1)") }
+                done.signal()
+            }
+            writer.start()
+            done.wait()
+            return (first, try db.scalar("SELECT count(*) FROM account", as: Int.self))
+        }
+        #expect(first == 10 && second == 10)
+        #expect(try pool.read { try $0.scalar("SELECT count(*) FROM account", as: Int.self) } == 11)
+    }
+
+    @Test("a task waiting for a reader can be cancelled")
+    func cancellation() async throws {
+        let dir = try TemporaryDirectory()
+        let pool = try DatabasePool(path: dir.path("cancel.db"), keyProvider: .fixed(TestKeys.raw),
+                                    configuration: .init(maximumReaderCount: 1))
+        try Self.makeAccounts(pool)
+        let release = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        let holder = Task.detached {
+            try await pool.read { _ in started.signal(); release.wait() }
+        }
+        started.wait()
+        let waiting = Task { try await pool.read { db in try db.scalar("SELECT 1", as: Int.self) } }
+        try await Task.sleep(for: .milliseconds(50))
+        waiting.cancel()
+        let result = await waiting.result
+        #expect(throws: CancellationError.self) { try result.get() }
+        release.signal()
+        try await holder.value
+        #expect(try await pool.read { db in try db.scalar("SELECT 2", as: Int.self) } == 2)
+    }
+
+    @Test("close waits for the work in flight, then refuses new work")
+    func closeWithWorkInFlight() throws {
+        let dir = try TemporaryDirectory()
+        let pool = try DatabasePool(path: dir.path("close.db"), keyProvider: .fixed(TestKeys.raw))
+        try Self.makeAccounts(pool)
+        let started = DispatchSemaphore(value: 0)
+        let finished = SharedCounter()
+        let writer = Thread {
+            try? pool.write { db in
+                started.signal()
+                Thread.sleep(forTimeInterval: 0.2)
+                try db.execute("INSERT INTO account(balance) VALUES (5)")
+                finished.increment()
+            }
+        }
+        writer.start()
+        started.wait()
+        pool.close()
+        let didFinish = finished.value == 1
+        #expect(didFinish, "close returned before the write finished")
+        expectError(.connectionClosed) { try pool.read { _ in 1 } }
+        let check = try Connection(path: dir.path("close.db"), key: TestKeys.raw)
+        #expect(try check.scalar("SELECT count(*) FROM account", as: Int.self) == 11)
+    }
+
+    @Test("a failing key provider gives a clear error")
+    func failingKeyProvider() throws {
+        let dir = try TemporaryDirectory()
+        struct VaultDown: Error {}
+        let error = expectError(.invalidKey) {
+            try DatabasePool(path: dir.path("a.db"), keyProvider: .custom("vault") { throw VaultDown() })
+        }
+        #expect(error?.message.contains("vault") == true)
+        expectError(.invalidKey) {
+            try DatabasePool(path: dir.path("b.db"), keyProvider: .environment("SQLCIPHERKIT_TEST_UNSET_VARIABLE"))
+        }
+        expectError(.invalidKey) { try DatabaseQueue(path: dir.path("c.db"), keyProvider: .file(dir.path("none.key"))) }
+    }
+
+    @Test("a pool of 8 readers derives a passphrase exactly once; the derived key opens the file like the passphrase",
+          arguments: [false, true])
+    func oneDerivation(existingFile: Bool) async throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("derive.db")
+        if existingFile {
+            try EncryptionTests.makeDatabase(path, key: TestKeys.passphrase, rows: 10)
+        }
+        let before = KeyDerivation.derivationCount
+        let pool = try DatabasePool(path: path, keyProvider: .fixed(TestKeys.passphrase),
+                                    configuration: .init(maximumReaderCount: 8))
+        if !existingFile {
+            try await pool.write { db in
+                try db.execute("CREATE TABLE t(body TEXT)")
+                try db.execute("INSERT INTO t VALUES ('x')")
+            }
+        }
+        let gate = DispatchSemaphore(value: 0)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    _ = try await pool.read { db in
+                        gate.signal()
+                        Thread.sleep(forTimeInterval: 0.05)   // hold the reader so all 8 open
+                        return try db.scalar("SELECT count(*) FROM t", as: Int.self)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(pool.readerConnectionCount == 8)
+        #expect(KeyDerivation.derivationCount - before == 1)
+        pool.close()
+        // SQLCipher's own KDF over the passphrase opens what the derived raw key wrote.
+        let direct = try Connection(path: path, key: TestKeys.passphrase)
+        #expect(try direct.scalar("SELECT count(*) FROM t", as: Int.self) == (existingFile ? 10 : 1))
+    }
+
+    @Test("rekey under load: callers never see an error, and the new key opens the file afterwards")
+    func rekeyUnderLoad() async throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("rotate.db")
+        let pool = try DatabasePool(path: path, keyProvider: .fixed(TestKeys.passphrase))
+        try Self.makeAccounts(pool)
+        let stop = SharedCounter()
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<4 {
+                group.addTask {
+                    var operations = 0
+                    while stop.value == 0 {
+                        if index == 0 {
+                            try await pool.write { db in try db.execute("UPDATE account SET balance = balance WHERE id = 1") }
+                        } else {
+                            let total = try await pool.read { db in try db.scalar("SELECT sum(balance) FROM account", as: Int.self) }
+                            #expect(total == 1000)
+                        }
+                        operations += 1
+                    }
+                    return operations
+                }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            try await Task.detached { try pool.rekey(to: .fixed(TestKeys.otherPassphrase)) }.value
+            try await Task.sleep(for: .milliseconds(100))
+            stop.increment()
+            var total = 0
+            for try await operations in group { total += operations }
+            #expect(total > 10)
+        }
+        #expect(try await pool.read { try $0.scalar("SELECT count(*) FROM account", as: Int.self) } == 10)
+        pool.close()
+        expectError(.wrongKey) { try Connection(path: path, key: TestKeys.passphrase) }
+        #expect(try Connection(path: path, key: TestKeys.otherPassphrase).scalar("SELECT count(*) FROM account", as: Int.self) == 10)
+    }
+
+    @Test("a queue serialises reads and writes; reads cannot write; re-entrant use is refused")
+    func queue() async throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DatabaseQueue(path: dir.path("queue.db"), keyProvider: .fixed(TestKeys.raw))
+        try await queue.write { db in try db.execute("CREATE TABLE t(x INTEGER)") }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for value in 0..<50 {
+                group.addTask { try await queue.write { db in try db.execute("INSERT INTO t VALUES (?)", value) } }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await queue.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) } == 50)
+        try Self.checkQueueSynchronously(queue, path: dir.path("queue.db"))
+    }
+
+    /// The synchronous API, outside the async test (where the async overloads would be chosen).
+    static func checkQueueSynchronously(_ queue: DatabaseQueue, path: String) throws {
+        expectError(code: DatabaseError.SQLITE_READONLY) { try queue.read { db in try db.execute("DELETE FROM t") } }
+        expectError(.invalidState) { try queue.write { _ in try queue.read { _ in 1 } } }
+        try queue.rekey(to: .fixed(TestKeys.otherPassphrase))
+        #expect(try queue.read { try $0.scalar("SELECT count(*) FROM t", as: Int.self) } == 50)
+        queue.close()
+        expectError(.connectionClosed) { try queue.write { _ in 1 } }
+        expectError(.wrongKey) { try Connection(path: path, key: TestKeys.raw) }
+        let memory = try DatabaseQueue.inMemory()
+        #expect(try memory.read { try $0.scalar("SELECT 42", as: Int.self) } == 42)
+    }
+
+    @Test("a key provider is asked at every open, so a replaced key file is picked up by new connections")
+    func providerAskedAtOpen() throws {
+        let dir = try TemporaryDirectory()
+        let keyPath = dir.path("db.key")
+        try writePrivate("first passphrase", to: keyPath)
+        let calls = SharedCounter()
+        let provider = KeyProvider.custom { calls.increment(); return try EncryptionKey(contentsOf: keyPath) }
+        let pool = try DatabasePool(path: dir.path("db.db"), keyProvider: provider,
+                                    configuration: .init(maximumReaderCount: 2))
+        try Self.makeAccounts(pool)
+        _ = try pool.read { _ in 1 }
+        #expect(calls.value == 2)   // writer and one reader
+        #expect("\(provider)".contains("custom"))
+    }
+
+    @Test("logs record opens, failures and rekeys without key material or bound values")
+    func logging() throws {
+        let dir = try TemporaryDirectory()
+        let records = LogRecords()
+        let logger = Logger(label: "test") { _ in records.handler() }
+        var options = OpenOptions(logger: logger)
+        options.logger?.logLevel = .trace
+        let pool = try DatabasePool(path: dir.path("log.db"), keyProvider: .fixed(TestKeys.passphrase),
+                                    configuration: .init(openOptions: options))
+        try pool.write { db in
+            try db.execute("CREATE TABLE t(secret TEXT)")
+            try db.execute("INSERT INTO t VALUES (?)", "BOUND-VALUE-\(TestKeys.sentinel)")
+        }
+        try pool.rekey(to: .fixed(TestKeys.otherPassphrase))
+        pool.close()
+        _ = try? Connection(path: dir.path("log.db"), key: TestKeys.passphrase, options: options)
+        let lines = records.lines
+        #expect(lines.contains { $0.contains("opened") })
+        #expect(lines.contains { $0.contains("rekeyed") })
+        #expect(lines.contains { $0.contains("open failed") })
+        for line in lines {
+            #expect(!line.contains(TestKeys.sentinel), "\(line)")
+        }
+    }
+}
+
+/// A counter shared between threads and tasks.
+final class SharedCounter: Sendable {
+    private let storage = Atomic<Int>(0)
+    var value: Int { storage.load(ordering: .sequentiallyConsistent) }
+    func increment() { storage.add(1, ordering: .sequentiallyConsistent) }
+}
+
+/// Collects log lines (message and metadata) from every logger that uses it.
+final class LogRecords: Sendable {
+    private let storage = Mutex<[String]>([])
+
+    var lines: [String] { storage.withLock { $0 } }
+
+    func handler() -> some LogHandler { Handler(records: self) }
+
+    struct Handler: LogHandler {
+        let records: LogRecords
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let line = "\(event.level) \(event.message) \(event.metadata ?? [:])"
+            records.storage.withLock { $0.append(line) }
+        }
+    }
+}
