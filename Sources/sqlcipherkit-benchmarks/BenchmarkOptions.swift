@@ -2,27 +2,46 @@
 ///
 /// Parsed by hand: the target depends only on the library and the engine, so the figures measure nothing else.
 struct BenchmarkOptions {
+    /// A benchmark that `--only` can select.
+    enum Benchmark: String, CaseIterable {
+        case fetch, insert, backup
+    }
+
     /// Fewer iterations, for a quick look (the medians are then noisier).
     var isQuick = false
 
-    /// The folder in which a temporary sub-folder holds the database; the system's temporary folder by default.
+    /// The folder in which a temporary sub-folder holds the databases; the system's temporary folder by default.
     var baseDirectory: String?
+
+    /// The benchmarks to run, all by default.
+    var selectedBenchmarks = Set(Benchmark.allCases)
+
+    /// The least size of the database the backup benchmark copies, in MB (10^6 bytes).
+    var backupMegabyteCount = 200
 
     var warmUpCount: Int { isQuick ? 1 : 2 }
     var fetchIterationCount: Int { isQuick ? 5 : 15 }
     var insertIterationCount: Int { isQuick ? 5 : 15 }
+    // A 200 MB backup takes seconds per contestant; these keep the backup part within about 3 minutes on 2 vCPUs.
+    var backupWarmUpCount: Int { isQuick ? 0 : 1 }
+    var backupIterationCount: Int { isQuick ? 2 : 5 }
 
     static let usage = """
-        Usage: sqlcipherkit-benchmarks [--quick] [DIRECTORY]
+        Usage: sqlcipherkit-benchmarks [--quick] [--only LIST] [--backup-mb N] [DIRECTORY]
 
-        Compares SQLCipherKit with the raw SQLCipher C API on one encrypted database (raw key, no KDF):
+        Compares SQLCipherKit with the raw SQLCipher C API on encrypted databases (raw key, no KDF):
           fetch   200,000 rows x 10 INTEGER columns, every column read by index
           insert  50,000 rows x 10 INTEGER, one transaction, one prepared statement
+          backup  an encrypted database of at least N MB copied with the online backup API into a new file:
+                  sqlite3_backup_step(-1) against db.backup(toPath:) (which also verifies, fsyncs and renames)
+                  and db.backup(to: Connection) (copy and quick_check)
 
-          --quick      fewer iterations (noisier medians)
-          DIRECTORY    where to create the temporary database folder (default: $TMPDIR or /tmp);
-                       the folder is removed at the end
-          -h, --help   show this help
+          --quick          fewer iterations (noisier medians)
+          --only LIST      comma-separated benchmarks to run: fetch, insert, backup (default: all)
+          --backup-mb N    size of the backup benchmark's database in MB (default 200)
+          DIRECTORY        where to create the temporary database folder (default: $TMPDIR or /tmp);
+                           the folder is removed at the end
+          -h, --help       show this help
 
         Build in release mode: swift build -c release --product sqlcipherkit-benchmarks
         """
@@ -30,13 +49,34 @@ struct BenchmarkOptions {
     /// Parses the arguments after the program name.
     ///
     /// - Returns: `nil` when help was asked for.
-    /// - Throws: ``BenchmarkError/usage(_:)`` for an unknown option or a second directory.
+    /// - Throws: ``BenchmarkError/usage(_:)`` for an unknown option or benchmark, a bad size, or a second directory.
     static func parse(_ arguments: [String]) throws(BenchmarkError) -> BenchmarkOptions? {
         var options = BenchmarkOptions()
-        for argument in arguments {
+        var remaining = arguments[...]
+        func value(of option: String) throws(BenchmarkError) -> String {
+            guard let value = remaining.popFirst(), !value.hasPrefix("-") else {
+                throw .usage("\(option) needs a value")
+            }
+            return value
+        }
+        while let argument = remaining.popFirst() {
+            // `--only=fetch` and `--backup-mb=50` are split into option and value.
+            if let equals = argument.firstIndex(of: "="), ["--only", "--backup-mb"].contains(argument[..<equals]) {
+                remaining.insert(String(argument[argument.index(after: equals)...]), at: remaining.startIndex)
+                remaining.insert(String(argument[..<equals]), at: remaining.startIndex)
+                continue
+            }
             switch argument {
             case "--quick":
                 options.isQuick = true
+            case "--only":
+                options.selectedBenchmarks = try parseBenchmarkList(try value(of: argument))
+            case "--backup-mb":
+                let text = try value(of: argument)
+                guard let count = Int(text), count >= 1 else {
+                    throw .usage("--backup-mb needs a whole number of MB, at least 1, not \(text)")
+                }
+                options.backupMegabyteCount = count
             case "-h", "--help":
                 return nil
             case _ where argument.hasPrefix("-"):
@@ -47,6 +87,18 @@ struct BenchmarkOptions {
             }
         }
         return options
+    }
+
+    private static func parseBenchmarkList(_ list: String) throws(BenchmarkError) -> Set<Benchmark> {
+        var benchmarks = Set<Benchmark>()
+        for name in list.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let benchmark = Benchmark(rawValue: String(name).trimmed()) else {
+                let known = Benchmark.allCases.map(\.rawValue).joined(separator: ", ")
+                throw .usage("unknown benchmark `\(name)` in --only (known: \(known))")
+            }
+            benchmarks.insert(benchmark)
+        }
+        return benchmarks
     }
 }
 

@@ -49,6 +49,21 @@ final class RawConnection {
         return statement
     }
 
+    /// The first column of every row as text (`NULL` as an empty string).
+    func texts(_ sql: String) throws(BenchmarkError) -> [String] {
+        let statement = try prepare(sql)
+        defer { sqlite3_finalize(statement) }
+        var texts: [String] = []
+        while true {
+            let code = sqlite3_step(statement)
+            if code == SQLITE_DONE { return texts }
+            guard code == SQLITE_ROW else {
+                throw .sqlite(operation: sql, code: code, message: String(cString: sqlite3_errmsg(sqliteConnection)))
+            }
+            texts.append(sqlite3_column_text(statement, 0).map { String(cString: $0) } ?? "")
+        }
+    }
+
     /// The first column of the first row as an integer.
     func integer(_ sql: String) throws(BenchmarkError) -> Int64 {
         let statement = try prepare(sql)

@@ -25,6 +25,13 @@ enum MachineDescription {
         return "unknown"
     }
 
+    /// The 1-, 5- and 15-minute load averages: the VM may be shared with other jobs while measuring.
+    static var loadAverage: String {
+        var values = [Double](repeating: 0, count: 3)
+        guard getloadavg(&values, 3) == 3 else { return "unknown" }
+        return values.map { formatted($0, decimals: 2) }.joined(separator: " ")
+    }
+
     static var kernel: String {
         var name = utsname()
         guard uname(&name) == 0 else { return "unknown" }
@@ -50,6 +57,7 @@ func formatted(_ value: Double, decimals: Int) -> String {
     var scale = 1.0
     for _ in 0..<decimals { scale *= 10 }
     let rounded = (value * scale).rounded() / scale
+    guard decimals > 0 else { return String(Int(rounded)) }
     var text = String(rounded)
     if let dot = text.firstIndex(of: ".") {
         let fraction = text[text.index(after: dot)...]
@@ -93,4 +101,89 @@ func printTable(_ measurements: [Measurement]) {
             + "..\(formatted(wrapper.max() ?? 0, decimals: 1))"
         print("  \(measurement.name): raw \(rawRange), SQLCipherKit \(wrapperRange)")
     }
+}
+
+// MARK: - Backup
+
+/// Prints the backup benchmark's table: throughput of each contestant and its ratio to the raw C baseline doing the
+/// same work.
+func printBackupTable(
+    _ measurement: BackupMeasurement, warmUpCount: Int, iterationCount: Int, setupSeconds: Double,
+    totalSeconds: Double
+) {
+    let megabytes = Double(measurement.sourceByteCount) / 1e6
+    print("Backup: \(formatted(megabytes, decimals: 1)) MB source (\(measurement.pageCount) pages of"
+        + " \(measurement.pageSize) B) copied into a new file per run, deleted after it; MB = 10^6 bytes")
+    print("  \(warmUpCount) warm-up + \(iterationCount) timed iterations, order of the three contestants rotated;"
+        + " setup \(formatted(setupSeconds, decimals: 1)) s, backup benchmark in all"
+        + " \(formatted(totalSeconds, decimals: 1)) s")
+    print("")
+
+    let widths = [66, 10, 7, 7, 7, 13]
+    func line(_ cells: [String]) -> String {
+        zip(cells, widths).enumerated().map { index, pair in
+            index == cells.count - 1 ? pair.0 : pair.0.padded(pair.1, right: index > 0)
+        }.joined(separator: "  ")
+    }
+    let targetRatio = 0.9
+    /// A row; with a baseline, the throughput ratio (baseline time / this time) and the paired median of it.
+    func row(_ label: String, _ seconds: [Double], baseline: [Double]? = nil, hasTarget: Bool = true) -> String {
+        var cells = [
+            "  " + label, formatted(Measurement.median(seconds) * 1000, decimals: 0),
+            formatted(measurement.megabytesPerSecond(seconds), decimals: 1),
+        ]
+        if let baseline {
+            let ratio = Measurement.median(baseline) / Measurement.median(seconds)
+            let paired = Measurement.median(zip(baseline, seconds).map { $0 / $1 })
+            cells += [formatted(ratio, decimals: 3) + "x", formatted(paired, decimals: 3) + "x"]
+            let verdict = ratio >= targetRatio ? "yes" : "NO"
+            cells.append(hasTarget ? ">= \(formatted(targetRatio, decimals: 2))x \(verdict)" : "none")
+        } else {
+            cells += ["base", "", ""]
+        }
+        return line(cells)
+    }
+
+    print(line(["what is timed", "median ms", "MB/s", "vs raw", "paired", "target"]))
+    print(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  "))
+    print("copy only")
+    print(row("raw C: open, sqlite3_key, backup_init, step(-1), finish, close", measurement.rawCopy))
+    print(row(
+        "SQLCipherKit backup(toPath:) to its last progress callback", measurement.wrapperToPathCopy,
+        baseline: measurement.rawCopy))
+    print(row(
+        "SQLCipherKit backup(to: Connection) to its last progress callback", measurement.wrapperToConnectionCopy,
+        baseline: measurement.rawCopy))
+    print("copy + quick_check")
+    print(row("raw C: copy, reopen, PRAGMA quick_check", measurement.rawCopyAndQuickCheck))
+    print(row(
+        "SQLCipherKit backup(to: Connection), whole call", measurement.wrapperToConnection,
+        baseline: measurement.rawCopyAndQuickCheck))
+    print("copy + verification + fsync + rename (what backup(toPath:) does)")
+    print(row(
+        "raw C: copy, quick_check, \(SQLCipher.supports(.cipherIntegrityCheck) ? "cipher_integrity_check, " : "")"
+            + "fsync, rename", measurement.rawFull))
+    print(row(
+        "SQLCipherKit backup(toPath:), whole call", measurement.wrapperToPath, baseline: measurement.rawFull))
+    print("whole call against the bare copy (no target: the call verifies the copy on top)")
+    print(row(
+        "SQLCipherKit backup(toPath:), whole call vs raw copy only", measurement.wrapperToPath,
+        baseline: measurement.rawCopy, hasTarget: false))
+    print("")
+
+    func milliseconds(_ values: [Double]) -> String {
+        let range = "\(formatted((values.min() ?? 0) * 1000, decimals: 0))"
+            + "..\(formatted((values.max() ?? 0) * 1000, decimals: 0))"
+        return "\(formatted(Measurement.median(values) * 1000, decimals: 0)) ms (\(range))"
+    }
+    print("vs raw: raw median time / SQLCipherKit median time (throughput ratio, higher is better); paired: median of")
+    print("the per-iteration ratios. Phases, median (min..max):")
+    print("  raw C: copy \(milliseconds(measurement.raw.map(\.copy))),"
+        + " reopen + quick_check \(milliseconds(measurement.raw.map(\.quickCheck))),"
+        + " cipher_integrity_check \(milliseconds(measurement.raw.map(\.integrityCheck))),"
+        + " fsync + rename \(milliseconds(measurement.raw.map(\.syncAndRename)))")
+    print("  backup(toPath:): copy \(milliseconds(measurement.wrapperToPathCopy)), after the copy"
+        + " \(milliseconds(zip(measurement.wrapperToPath, measurement.wrapperToPathCopy).map { $0 - $1 }))")
+    print("  backup(to: Connection): copy \(milliseconds(measurement.wrapperToConnectionCopy)), after the copy"
+        + " \(milliseconds(zip(measurement.wrapperToConnection, measurement.wrapperToConnectionCopy).map { $0 - $1 }))")
 }

@@ -1,4 +1,4 @@
-// sqlcipherkit-benchmarks: SQLCipherKit against the raw SQLCipher C API, in one process, on one encrypted file.
+// sqlcipherkit-benchmarks: SQLCipherKit against the raw SQLCipher C API, in one process, on encrypted files.
 // See Docs/Performance.md. Exit code 0 whatever the ratios; 1 on errors.
 import CSQLCipher
 import SQLCipherKit
@@ -34,11 +34,9 @@ func makeTemporaryDirectory(under base: String?) throws(BenchmarkError) -> Strin
     return String(cString: created)
 }
 
-/// Removes the database files the benchmark may have created, then the folder.
+/// Removes the fetch/insert database files, then the folder (the backup benchmark removes its own files).
 func removeDirectory(_ directory: String, databasePath: String) {
-    for suffix in ["", "-journal", "-wal", "-shm"] {
-        unlink(databasePath + suffix)
-    }
+    removeDatabaseFiles(atPath: databasePath)
     if rmdir(directory) != 0 {
         printToStandardError("warning: could not remove \(directory): \(String(cString: strerror(errno)))")
     }
@@ -51,19 +49,39 @@ func runBenchmarks(_ options: BenchmarkOptions) throws {
     let directory = try makeTemporaryDirectory(under: options.baseDirectory)
     let databasePath = directory + "/benchmark.sqlite"
     defer { removeDirectory(directory, databasePath: databasePath) }
-
     let keyText = randomRawKeyText()
-    let db = try Connection(path: databasePath, key: EncryptionKey(sqlcipherRawKeyText: keyText))
-    defer { db.close() }
+    let selected = options.selectedBenchmarks
 
-    print("SQLCipherKit benchmarks (raw key, same encrypted file, one process)")
+    print("SQLCipherKit benchmarks (raw key, one process)")
     print("  SQLCipher \(SQLCipher.version), SQLite \(SQLCipher.sqliteVersion),"
         + " crypto \(SQLCipher.cryptoProvider) \(SQLCipher.cryptoProviderVersion)")
     print("  machine: \(MachineDescription.processorCount) CPU (nproc), \(MachineDescription.cpuModel),"
-        + " \(MachineDescription.kernel)")
+        + " \(MachineDescription.kernel), load average \(MachineDescription.loadAverage)")
+    print("  benchmarks: " + BenchmarkOptions.Benchmark.allCases.filter(selected.contains).map(\.rawValue)
+        .joined(separator: ", ") + (options.isQuick ? " (--quick)" : ""))
+    print("  folder: \(directory)")
+
+    if selected.contains(.fetch) || selected.contains(.insert) {
+        print("")
+        try runFetchAndInsertBenchmarks(options, databasePath: databasePath, keyText: keyText)
+    }
+    if selected.contains(.backup) {
+        print("")
+        try runBackupBenchmark(options, directory: directory, rawKeyText: keyText)
+    }
+    print("")
+    print("load average at the end: \(MachineDescription.loadAverage)")
+}
+
+/// The fetch and insert benchmarks, on one encrypted file opened by both sides.
+func runFetchAndInsertBenchmarks(_ options: BenchmarkOptions, databasePath: String, keyText: String) throws {
+    let selected = options.selectedBenchmarks
+    let db = try Connection(path: databasePath, key: EncryptionKey(sqlcipherRawKeyText: keyText))
+    defer { db.close() }
+
+    print("Fetch and insert (same encrypted file for both sides)")
     print("  iterations: \(options.warmUpCount) warm-up + \(options.fetchIterationCount) fetch,"
-        + " \(options.warmUpCount) + \(options.insertIterationCount) insert\(options.isQuick ? " (--quick)" : "")")
-    print("  database: \(databasePath)")
+        + " \(options.warmUpCount) + \(options.insertIterationCount) insert")
 
     try Workloads.createFetchSource(db)
     let raw = try RawConnection(path: databasePath, rawKeyText: keyText)
@@ -74,49 +92,59 @@ func runBenchmarks(_ options: BenchmarkOptions) throws {
         + " (\(cacheSize < 0 ? "\(-cacheSize) KiB" : "\(cacheSize) pages"))")
     print("")
 
-    // Fetch: every iteration reads the whole table (larger than the page cache, so pages are decrypted each time).
-    var fetch = Measurement(
-        name: "fetch \(Workloads.fetchRowCount) rows x \(Workloads.columnCount) INTEGER",
-        rowCount: Workloads.fetchRowCount, targetRatio: 1.05)
+    var measurements: [Measurement] = []
     var rawSum: Int64 = 0
-    var wrapperSum: Int64 = 0
-    try compare(
-        &fetch, warmUpCount: options.warmUpCount, iterationCount: options.fetchIterationCount,
-        raw: { _ in try measureSeconds { rawSum = try Workloads.rawFetch(raw) } },
-        wrapper: { _ in try measureSeconds { wrapperSum = try Workloads.wrapperFetch(db) } })
-    guard rawSum == wrapperSum else { throw BenchmarkError.mismatch("fetch sums \(rawSum) and \(wrapperSum)") }
+    if selected.contains(.fetch) {
+        // Every iteration reads the whole table (larger than the page cache, so pages are decrypted each time).
+        var fetch = Measurement(
+            name: "fetch \(Workloads.fetchRowCount) rows x \(Workloads.columnCount) INTEGER",
+            rowCount: Workloads.fetchRowCount, targetRatio: 1.05)
+        var wrapperSum: Int64 = 0
+        try compare(
+            &fetch, warmUpCount: options.warmUpCount, iterationCount: options.fetchIterationCount,
+            raw: { _ in try measureSeconds { rawSum = try Workloads.rawFetch(raw) } },
+            wrapper: { _ in try measureSeconds { wrapperSum = try Workloads.wrapperFetch(db) } })
+        guard rawSum == wrapperSum else { throw BenchmarkError.mismatch("fetch sums \(rawSum) and \(wrapperSum)") }
+        measurements.append(fetch)
+    }
 
-    // Insert: a fresh table per run, created before and dropped after the timed transaction.
-    var insert = Measurement(
-        name: "insert \(Workloads.insertRowCount) rows x \(Workloads.columnCount) INTEGER",
-        rowCount: Workloads.insertRowCount, targetRatio: 1.3)
-    try compare(
-        &insert, warmUpCount: options.warmUpCount, iterationCount: options.insertIterationCount,
-        raw: { iteration in
-            let table = "insert_raw_\(iteration)"
-            try raw.execute(Workloads.createTableSQL(table))
-            let seconds = try measureSeconds { try Workloads.rawInsert(raw, table: table) }
-            guard try raw.integer("SELECT count(*) FROM \(table)") == Workloads.insertRowCount else {
-                throw BenchmarkError.mismatch("raw insert left a wrong row count")
-            }
-            try raw.execute("DROP TABLE \(table)")
-            return seconds
-        },
-        wrapper: { iteration in
-            let table = "insert_wrapper_\(iteration)"
-            try db.execute(Workloads.createTableSQL(table))
-            let seconds = try measureSeconds { try Workloads.wrapperInsert(db, table: table) }
-            guard try db.scalar("SELECT count(*) FROM \(table)", as: Int.self) == Workloads.insertRowCount else {
-                throw BenchmarkError.mismatch("SQLCipherKit insert left a wrong row count")
-            }
-            try db.execute("DROP TABLE \(table)")
-            return seconds
-        })
+    if selected.contains(.insert) {
+        // A fresh table per run, created before and dropped after the timed transaction.
+        var insert = Measurement(
+            name: "insert \(Workloads.insertRowCount) rows x \(Workloads.columnCount) INTEGER",
+            rowCount: Workloads.insertRowCount, targetRatio: 1.3)
+        try compare(
+            &insert, warmUpCount: options.warmUpCount, iterationCount: options.insertIterationCount,
+            raw: { iteration in
+                let table = "insert_raw_\(iteration)"
+                try raw.execute(Workloads.createTableSQL(table))
+                let seconds = try measureSeconds { try Workloads.rawInsert(raw, table: table) }
+                guard try raw.integer("SELECT count(*) FROM \(table)") == Workloads.insertRowCount else {
+                    throw BenchmarkError.mismatch("raw insert left a wrong row count")
+                }
+                try raw.execute("DROP TABLE \(table)")
+                return seconds
+            },
+            wrapper: { iteration in
+                let table = "insert_wrapper_\(iteration)"
+                try db.execute(Workloads.createTableSQL(table))
+                let seconds = try measureSeconds { try Workloads.wrapperInsert(db, table: table) }
+                guard try db.scalar("SELECT count(*) FROM \(table)", as: Int.self) == Workloads.insertRowCount else {
+                    throw BenchmarkError.mismatch("SQLCipherKit insert left a wrong row count")
+                }
+                try db.execute("DROP TABLE \(table)")
+                return seconds
+            })
+        measurements.append(insert)
+    }
 
-    printTable([fetch, insert])
+    printTable(measurements)
     print("")
-    print("checksum \(rawSum); targets: fetch <= 1.05x raw, insert <= 1.3x raw"
-        + " (\(fetch.meetsTarget && insert.meetsTarget ? "both met" : "not all met"))")
+    let targets = measurements.map { measurement in
+        "\(measurement.name.prefix(while: { $0 != " " })) <= \(formatted(measurement.targetRatio, decimals: 2))x raw"
+    }
+    print((selected.contains(.fetch) ? "checksum \(rawSum); " : "") + "targets: " + targets.joined(separator: ", ")
+        + " (\(measurements.allSatisfy(\.meetsTarget) ? "all met" : "not all met"))")
 }
 
 do {

@@ -35,6 +35,11 @@ struct PlaintextHeaderTests {
             #expect(!contains(bytes, EncryptionTests.marker))
             #expect(try Connection(path: path, key: key, settings: settings)
                 .scalar("SELECT count(*) FROM secret_table", as: Int.self) == 100)
+            // Without the header size it is not taken for a plaintext database.
+            let noSize = expectError(.wrongKey) { try Connection(path: path, key: key) }
+            #expect(noSize?.message.contains("plaintext header") == true)
+            let noKey = expectError(.missingKey) { try Connection(path: path, encryption: .none) }
+            #expect(noKey?.message.contains("plaintext header") == true)
             // Without the salt the file cannot be opened.
             expectError(.invalidKey) { try Connection(path: path, key: TestKeys.raw, settings: settings) }
             let otherSalt = try TestKeys.raw.withSalt([UInt8](repeating: 9, count: 16))

@@ -59,6 +59,17 @@ public final class Connection {
 
     var savepointCount = 0
 
+    /// Functions, collations, hooks and traces registered on this connection, applied again to the new handle when
+    /// the connection reopens (after a rekey). Keyed, so registering the same name again replaces the entry.
+    var registrations: [(key: String, apply: (Connection) throws -> Void)] = []
+
+    /// Applies a registration now and keeps it for reopened handles.
+    func register(_ key: String, _ apply: @escaping (Connection) throws -> Void) throws {
+        try apply(self)
+        registrations.removeAll { $0.key == key }
+        registrations.append((key, apply))
+    }
+
     // MARK: - Opening
 
     /// Opens (or creates) an encrypted database with a key.
@@ -98,6 +109,12 @@ public final class Connection {
         self.handle = ConnectionHandle()
         do {
             try open(encryption: encryption)
+            do {
+                try options.prepareConnection?(self)
+            } catch {
+                handle.close()
+                throw error
+            }
         } catch {
             options.logger?.warning("open failed", metadata: ["path": "\(path)", "error": "\(error)"])
             throw error
@@ -127,6 +144,9 @@ public final class Connection {
         do {
             sqlite3_extended_result_codes(sqliteConnection, 1)
             try setUp(encryption: encryption)
+            for registration in registrations {
+                try registration.apply(self)
+            }
         } catch {
             handle.close()
             throw error
@@ -433,6 +453,13 @@ public struct OpenOptions: Sendable {
     /// How many compiled statements ``Connection/cachedStatement(_:)`` keeps.
     public var statementCacheCapacity: Int
 
+    /// Runs right after the connection opened (keyed, verified), before it is returned: the place to register SQL
+    /// functions, collations, hooks or tracing, and to set PRAGMAs. A ``DatabasePool`` or ``DatabaseQueue`` runs it
+    /// for every connection it opens, so functions are available on all of them. What it registers through the
+    /// connection's API is registered again when the connection reopens after a rekey. A thrown error fails the
+    /// open.
+    public var prepareConnection: (@Sendable (Connection) throws -> Void)?
+
     /// Where the connection reports opens, failed opens, rekeys, backups and exports (swift-log). Messages carry
     /// paths, kinds and error messages; never a key, never bound values. `nil` (the default) logs nothing.
     public var logger: Logger?
@@ -440,8 +467,10 @@ public struct OpenOptions: Sendable {
     /// Creates options.
     public init(
         mode: Mode = .readWriteCreate, isURI: Bool = false, busyTimeout: Duration? = .seconds(5),
-        statementCacheCapacity: Int = 64, logger: Logger? = nil
+        statementCacheCapacity: Int = 64, logger: Logger? = nil,
+        prepareConnection: (@Sendable (Connection) throws -> Void)? = nil
     ) {
+        self.prepareConnection = prepareConnection
         self.mode = mode
         self.isURI = isURI
         self.busyTimeout = busyTimeout

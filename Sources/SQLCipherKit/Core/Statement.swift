@@ -40,7 +40,9 @@ public final class Statement {
     private var lastColumnNames: [String]?
 
     /// Bumped by each new cursor over the statement; only the newest cursor may step or reset it.
+    // Checked on every row; no dynamic exclusivity check (a statement is used from one thread).
     @usableFromInline
+    @exclusivity(unchecked)
     var cursorGeneration = 0
 
     /// Compiles exactly one statement. Throws for an empty SQL string or one with a second statement after the first.
@@ -308,6 +310,7 @@ public final class Statement {
     /// - Returns: `true` when a row is available, `false` when the statement is done.
     /// - Throws: A SQLite error; the statement is then reset and can be run again.
     @inlinable
+    @inline(__always)
     public func step() throws -> Bool {
         try checkOpen()
         switch sqlite3_step(sqliteStatement) {

@@ -15,8 +15,9 @@ extension Connection {
     /// with the new key (`PRAGMA quick_check`, same number of schema objects, header fields, not plaintext), flushed
     /// to disk, and only then renamed into place. The source is never modified.
     ///
-    /// - Warning: On SQLCipher 3, a trace callback installed on the raw handle is removed first: that engine's
-    ///   export crashes the process when tracing is on.
+    /// - Warning: On SQLCipher 3, tracing is suspended during the export (that engine's export crashes the process
+    ///   when tracing is on); a trace set with ``trace(includingBoundValues:_:)`` is restored afterwards, one installed
+    ///   on the raw handle is not.
     ///
     /// - Parameters:
     ///   - destination: A path that does not exist yet (or an empty file).
@@ -52,9 +53,11 @@ extension Connection {
         try Self.checkDestination(destination)
         if !SQLCipher.supports(.version4Format) {
             // SQLCipher 3.4.1's sqlcipher_export clears the trace callback but not its mask, and the next traced
-            // statement calls a NULL function pointer (measured: SIGSEGV). Remove any trace first.
+            // statement calls a NULL function pointer (measured: SIGSEGV). Remove any trace first, and put the
+            // connection's own trace back afterwards.
             sqlite3_trace_v2(sqliteConnection, 0, nil, nil)
         }
+        defer { restoreTrace() }
 
         let temporaryPath = destination + ".sqlcipherkit-tmp-" + randomSuffix()
         FileCreation.createPrivateFileIfMissing(atPath: temporaryPath)

@@ -153,7 +153,11 @@ extension Connection {
             message: "the file is \(size) bytes, not a whole number of pages: truncated or damaged (path: \(path))")
         do {
             _ = try scalar("SELECT count(*) FROM sqlite_master", as: Int.self)
-        } catch let error as DatabaseError where error.resultCode == DatabaseError.SQLITE_NOTADB {
+        } catch let error as DatabaseError
+            where error.resultCode == DatabaseError.SQLITE_NOTADB || error.resultCode == DatabaseError.SQLITE_CORRUPT
+                || (encryption.key == nil && readFilePrefix(atPath: filePath, count: 16) == sqliteHeaderMagic) {
+            // Without a key, an encrypted page 1 behind a plaintext header reads as corrupt or as an "unsupported
+            // file format" rather than as "not a database".
             throw classifyUnreadableFile(size: size, encryption: encryption, underlying: error)
         } catch {
             throw size % 512 != 0 ? truncated : error
@@ -167,7 +171,15 @@ extension Connection {
         let header = readFilePrefix(atPath: filePath, count: 16)
         let hasPlaintextMagic = header == sqliteHeaderMagic
         let code = underlying.extendedResultCode
+        // The magic alone does not make a plaintext database: a plaintext-header database has it too.
+        let isPlaintextDatabase = hasPlaintextMagic && Self.opensAsPlaintext(filePath)
+        let plaintextHeaderHint = "the file starts with a plaintext SQLite header but its content is encrypted: a"
+            + " database with a plaintext header (SQLCipher 4); open it with its key, CipherSettings.plaintextHeaderSize"
+            + " and its salt (path: \(path))"
         if encryption.key == nil {
+            if hasPlaintextMagic && !isPlaintextDatabase && size % 512 == 0 {
+                return DatabaseError(kind: .missingKey, code: code, message: plaintextHeaderHint)
+            }
             if hasPlaintextMagic || size < 512 || size % 512 != 0 {
                 return DatabaseError(
                     kind: .notADatabase, code: code,
@@ -178,7 +190,10 @@ extension Connection {
                 message: "the file is not a plaintext SQLite database; it is probably encrypted: open it with its key"
                     + " (path: \(path))")
         }
-        if hasPlaintextMagic && (encryption.settings.plaintextHeaderSize ?? 0) == 0 {
+        if hasPlaintextMagic && !isPlaintextDatabase && (encryption.settings.plaintextHeaderSize ?? 0) == 0 {
+            return DatabaseError(kind: .wrongKey, code: code, message: plaintextHeaderHint)
+        }
+        if isPlaintextDatabase && (encryption.settings.plaintextHeaderSize ?? 0) == 0 {
             return DatabaseError(
                 kind: .notEncrypted, code: code,
                 message: "the file is a plaintext SQLite database, not an encrypted one; open it with"
@@ -197,6 +212,18 @@ extension Connection {
     }
 
     // MARK: - Helpers
+
+    /// Whether a file reads as a plaintext database (its schema, not just its first 16 bytes).
+    static func opensAsPlaintext(_ path: String) -> Bool {
+        var connection: OpaquePointer?
+        defer { sqlite3_close(connection) }
+        guard sqlite3_open_v2(path, &connection, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { return false }
+        var statement: OpaquePointer?
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_prepare_v2(connection, "SELECT count(*) FROM sqlite_master", -1, &statement, nil) == SQLITE_OK
+        else { return false }
+        return sqlite3_step(statement) == SQLITE_ROW
+    }
 
     /// Reads a PRAGMA's first value as text; `nil` when it returns no row (unknown PRAGMA).
     func pragmaText(_ name: String) throws -> String? {

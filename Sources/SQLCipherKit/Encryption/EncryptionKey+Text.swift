@@ -18,26 +18,7 @@ extension EncryptionKey {
     /// - Throws: ``DatabaseError/invalidKey`` when the text is empty or holds malformed `x'…'` text. The message
     ///   names `source` and the problem, never the content.
     public init(keyText bytes: UnsafeRawBufferPointer, source: String) throws {
-        var content = bytes
-        if content.last == UInt8(ascii: "\n") {
-            content = UnsafeRawBufferPointer(rebasing: content.dropLast())
-            if content.last == UInt8(ascii: "\r") {
-                content = UnsafeRawBufferPointer(rebasing: content.dropLast())
-            }
-        }
-        guard !content.isEmpty else {
-            throw Self.invalid("the key from \(source) is empty")
-        }
-        if content.count >= 2, content[0] == UInt8(ascii: "x") || content[0] == UInt8(ascii: "X"),
-           content[1] == UInt8(ascii: "'") {
-            do {
-                self = try Self.parseRawText(content)
-                return
-            } catch let error as DatabaseError {
-                throw Self.invalid("the key from \(source): \(error.message)")
-            }
-        }
-        try self.init(passphraseBuffer: content.copyIntoSecret())
+        self = try Self.parseKeyText(bytes, source: "the key from \(source)")
     }
 
     /// Reads a key from a file descriptor until end of file (standard input, a pipe), in the key-file format of

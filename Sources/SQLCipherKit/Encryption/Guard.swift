@@ -9,8 +9,10 @@ import CSQLCipher
 enum EncryptionGuard {
     static let refusedPragmas: Set<String> = ["key", "rekey", "hexkey", "hexrekey", "textkey", "textrekey"]
 
-    static func install(on sqliteConnection: OpaquePointer) {
-        sqlite3_set_authorizer(sqliteConnection, authorize, nil)
+    /// Installs the guard, followed by the caller's authorizer when there is one (the guard always decides first).
+    static func install(on sqliteConnection: OpaquePointer, userAuthorizer: AuthorizerBox? = nil) {
+        sqlite3_set_authorizer(
+            sqliteConnection, authorize, userAuthorizer.map { Unmanaged.passUnretained($0).toOpaque() })
     }
 
     /// Explains an `SQLITE_AUTH` failure caused by this guard.
@@ -20,17 +22,25 @@ enum EncryptionGuard {
     private static let authorize: @convention(c) (
         UnsafeMutableRawPointer?, CInt, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
         UnsafePointer<CChar>?
-    ) -> CInt = { _, action, pragmaName, pragmaValue, _, _ in
-        guard action == SQLITE_PRAGMA, let pragmaName else { return SQLITE_OK }
-        let name = String(cString: pragmaName).lowercased()
-        if refusedPragmas.contains(name) {
-            return SQLITE_DENY
+    ) -> CInt = { context, action, argument1, argument2, argument3, argument4 in
+        if action == SQLITE_PRAGMA, let pragmaName = argument1 {
+            let name = String(cString: pragmaName).lowercased()
+            if refusedPragmas.contains(name) {
+                return SQLITE_DENY
+            }
+            if name == "temp_store", let pragmaValue = argument2 {
+                let value = String(cString: pragmaValue).lowercased().trimmingWhitespace()
+                if !(value == "memory" || value == "2" || value == "'memory'" || value == "\"memory\"") {
+                    return SQLITE_DENY
+                }
+            }
         }
-        if name == "temp_store", let pragmaValue {
-            let value = String(cString: pragmaValue).lowercased().trimmingWhitespace()
-            return value == "memory" || value == "2" || value == "'memory'" || value == "\"memory\""
-                ? SQLITE_OK : SQLITE_DENY
-        }
-        return SQLITE_OK
+        guard let context else { return SQLITE_OK }
+        let box = Unmanaged<AuthorizerBox>.fromOpaque(context).takeUnretainedValue()
+        let request = AuthorizerRequest(
+            actionCode: action, argument1: argument1.map { String(cString: $0) },
+            argument2: argument2.map { String(cString: $0) }, databaseName: argument3.map { String(cString: $0) },
+            triggerOrView: argument4.map { String(cString: $0) })
+        return box.authorize(request).code
     }
 }

@@ -300,7 +300,9 @@ public enum KeyRotation {
         let name = request.path.split(separator: "/").last.map(String.init) ?? "database"
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        let destination = "\(folder)/\(name).\(now.tv_sec).before-rotation"
+        // Unique per run: backup(toPath:) replaces an existing file, and an earlier copy may be the only one under
+        // an older key.
+        let destination = "\(folder)/\(name).\(now.tv_sec)-\(randomSuffix()).before-rotation"
         try lock.backup(toPath: destination, encryption: request.oldEncryption)
         return destination
     }

@@ -1,0 +1,69 @@
+import ArgumentParser
+import SQLCipherKit
+
+/// `sqlcipherkit migrate`: SQLCipher 3 format → 4, as a copy-method rotation with the same key.
+struct MigrateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Convert a SQLCipher 3 database to the SQLCipher 4 format (same key).",
+        discussion: """
+            Needs a SQLCipher 4 engine. The file is first checked to really be in the SQLCipher 3 format (a file \
+            already in the 4 format is left alone, exit 0). The migration is a key rotation by copy with the same \
+            key: SQLCipher 3 settings before, SQLCipher 4 defaults after (4096-byte pages, PBKDF2-HMAC-SHA512 with \
+            256,000 iterations, HMAC-SHA512), verified, and renamed over the original in one atomic step. \
+            SQLCipher 3 cannot open the result.
+
+            Example:
+              sqlcipherkit migrate legacy.db --key-file legacy.key --backup-dir /var/backups
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The SQLCipher 3 database.", valueName: "database"))
+    var database: String
+
+    @OptionGroup(title: "Key")
+    var key: KeyOptions
+
+    @Option(
+        name: .customLong("backup-dir"),
+        help: ArgumentHelp("Write a verified copy of the original (SQLCipher 3 format) here first.", valueName: "dir"))
+    var backupDirectory: String?
+
+    @Option(help: ArgumentHelp("How long to wait for other connections' locks.", valueName: "seconds"))
+    var lockTimeout: Double = 3
+
+    func validate() throws {
+        _ = try key.requiredSource()
+        guard lockTimeout.isFinite, lockTimeout >= 0, lockTimeout <= 86_400 else {
+            throw ValidationError("--lock-timeout must be a number of seconds from 0 to 86400")
+        }
+    }
+
+    func run() throws {
+        // Before the key is read: on SQLCipher 3 there is nothing to do but say so.
+        try SQLCipher.require(.migrateToVersion4)
+        let key = try key.loadKey()
+        let inspection = try DatabaseFileInspection.inspect(path: database, encryption: .key(key))
+        switch inspection.cipher?.formatMajorVersion {
+        case 3:
+            break
+        case 4:
+            Output.result("\(database) is already in the SQLCipher 4 format; nothing to do")
+            return
+        default:
+            throw CommandFailure(
+                "\(database) does not use SQLCipher 3's default settings (custom settings or plaintext); not migrated")
+        }
+        let progress = MultiFileProgress()
+        let result = try KeyRotation.rotate(
+            RotationRequest(
+                path: database, oldEncryption: .key(key, settings: .sqlcipher3), newEncryption: .key(key),
+                method: .copy, backupDirectory: backupDirectory,
+                lockTimeout: .milliseconds(Int(lockTimeout * 1000)))
+        ) { step in progress.update(path: database, step) }
+        progress.finish()
+        Output.result(
+            "migrated \(database) to the SQLCipher 4 format (\(seconds(result.duration)) s)"
+                + (result.backupPath.map { "; original kept at \($0)" } ?? ""))
+    }
+}

@@ -1,0 +1,20 @@
+import Foundation
+import SQLCipherKit
+import Testing
+@testable import sqlcipherkit
+
+@Suite("sqlcipherkit demo")
+struct DemoCommandTests {
+    @Test("runs every step quickly and rotates with KeyRotation")
+    func demo() throws {
+        let scratch = try Scratch()
+        let start = ContinuousClock.now
+        let result = try runSubprocess(["demo"], in: scratch)
+        #expect(ContinuousClock.now - start < .seconds(5))
+        #expect(result.status == 0, "\(result)")
+        #expect(result.standardOutput.contains("KeyRotation"))
+        #expect(result.standardOutput.contains("every page verified"))
+        #expect(result.standardOutput.contains("secret found in the file: no"))
+        #expect(!result.standardOutput.contains("unexpected"))
+    }
+}

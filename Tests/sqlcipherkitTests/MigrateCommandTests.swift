@@ -1,0 +1,45 @@
+import Foundation
+import SQLCipherKit
+import Testing
+@testable import sqlcipherkit
+
+@Suite("sqlcipherkit migrate")
+struct MigrateCommandTests {
+    @Test("converts a SQLCipher 3 file to the 4 format with the same key", .enabled(if: Engine.isVersion4))
+    func migrates() throws {
+        let scratch = try Scratch()
+        let (keyPath, key) = try scratch.sentinelKeyFile("k")
+        let db = try scratch.database("legacy.db", key: key, settings: .sqlcipher3, rowCount: 100)
+        let result = try runSubprocess(["migrate", "legacy.db", "--key-file", keyPath], in: scratch)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.isFreeOfKeyMaterial)
+        #expect(try rowCount(db, key: key) == 100)
+        #expect(!opens(db, with: key, settings: .sqlcipher3))
+        let again = runInProcess(["migrate", db, "--key-file", keyPath])
+        #expect(again.status == 0, "\(again)")
+        #expect(again.standardOutput.contains("already"))
+    }
+
+    @Test("a wrong key exits 3 and leaves the file as it was", .enabled(if: Engine.isVersion4))
+    func wrongKey() throws {
+        let scratch = try Scratch()
+        let (_, key) = try scratch.rawKeyFile("k")
+        let (otherPath, _) = try scratch.rawKeyFile("other")
+        let db = try scratch.database("legacy.db", key: key, settings: .sqlcipher3)
+        let before = try fileBytes(db)
+        #expect(runInProcess(["migrate", db, "--key-file", otherPath]).status == 3)
+        #expect(try fileBytes(db) == before)
+    }
+
+    @Test("on SQLCipher 3 it refuses with an error naming both versions", .enabled(if: !Engine.isVersion4))
+    func unsupportedOnVersion3() throws {
+        let scratch = try Scratch()
+        let (keyPath, key) = try scratch.rawKeyFile("k")
+        let db = try scratch.database("legacy.db", key: key)
+        let before = try fileBytes(db)
+        let result = try runSubprocess(["migrate", db, "--key-file", keyPath], in: scratch)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.standardError.contains("4.0.0") && result.standardError.contains(SQLCipher.version))
+        #expect(try fileBytes(db) == before)
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import SQLCipherKit
+import Testing
+@testable import sqlcipherkit
+
+/// A fresh temporary directory for one test, always removed afterwards.
+final class Scratch {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("sqlcipherkitTests-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func path(_ name: String) -> String {
+        url.appendingPathComponent(name).path
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    /// A new random raw key file (mode 0600).
+    @discardableResult
+    func rawKeyFile(_ name: String, withSalt: Bool = false) throws -> (path: String, key: EncryptionKey) {
+        let key = try EncryptionKey.generateRaw(withSalt: withSalt)
+        try key.write(toKeyFile: path(name))
+        return (path(name), key)
+    }
+
+    /// A passphrase key file holding ``Sentinel/text`` (mode 0600).
+    @discardableResult
+    func sentinelKeyFile(_ name: String, suffix: String = "") throws -> (path: String, key: EncryptionKey) {
+        try writeFile(name, Sentinel.text + suffix + "\n", mode: 0o600)
+        return (path(name), try EncryptionKey(contentsOf: path(name)))
+    }
+
+    func writeFile(_ name: String, _ text: String, mode: Int) throws {
+        _ = FileManager.default.createFile(
+            atPath: path(name), contents: Data(text.utf8), attributes: [.posixPermissions: mode])
+    }
+
+    /// An encrypted database with `rowCount` rows in `item(id, body)`.
+    func database(
+        _ name: String, key: EncryptionKey, settings: CipherSettings = .engineDefault, rowCount: Int = 20,
+        journalMode: String = "DELETE"
+    ) throws -> String {
+        let db = try Connection(path: path(name), key: key, settings: settings)
+        _ = try db.scalar("PRAGMA journal_mode = \(journalMode)", as: String.self)
+        try db.execute("CREATE TABLE item(id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+        try db.transaction {
+            let insert = try db.prepare("INSERT INTO item(id, body) VALUES (?, ?)")
+            for id in 1...max(rowCount, 1) {
+                try insert.run(id, "row \(id) " + String(repeating: "abcdefghij", count: 8))
+            }
+        }
+        db.close()
+        return path(name)
+    }
+}
+
+/// The text hidden in test keys; no output may ever contain it.
+enum Sentinel {
+    static let text = "SENTINEL-CLI-9d41e2b7"
+}
+
+// MARK: - Running the command
+
+struct CommandResult: CustomStringConvertible {
+    let status: Int32
+    let standardOutput: String
+    let standardError: String
+
+    var description: String { "status \(status)\nstdout: \(standardOutput)\nstderr: \(standardError)" }
+
+    /// Neither stream holds the sentinel.
+    var isFreeOfKeyMaterial: Bool {
+        !standardOutput.contains(Sentinel.text) && !standardError.contains(Sentinel.text)
+    }
+}
+
+/// The command's exit status type (Swift Testing has an `ExitStatus` of its own).
+typealias CLIExitStatus = sqlcipherkit.ExitStatus
+
+/// The `sqlcipherkit` binary beside the test bundle.
+let binaryPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    .appendingPathComponent("sqlcipherkit").path
+
+/// Runs the real binary as a subprocess.
+func runSubprocess(
+    _ arguments: [String], environment: [String: String?] = [:], standardInput: [UInt8]? = nil,
+    in scratch: Scratch
+) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: binaryPath)
+    process.arguments = arguments
+    process.currentDirectoryURL = scratch.url
+    var env = ProcessInfo.processInfo.environment
+    for (name, value) in environment { env[name] = value }
+    process.environment = env
+    let token = UUID().uuidString
+    let outputPath = scratch.path(".stdout-\(token)")
+    let errorPath = scratch.path(".stderr-\(token)")
+    _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+    let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+    let error = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
+    process.standardOutput = output
+    process.standardError = error
+    let input = Pipe()
+    process.standardInput = standardInput == nil ? FileHandle.nullDevice : input
+    try process.run()
+    if let standardInput {
+        input.fileHandleForWriting.write(Data(standardInput))
+        try input.fileHandleForWriting.close()
+    }
+    process.waitUntilExit()
+    try output.close()
+    try error.close()
+    defer {
+        try? FileManager.default.removeItem(atPath: outputPath)
+        try? FileManager.default.removeItem(atPath: errorPath)
+    }
+    return CommandResult(
+        status: process.terminationStatus,
+        standardOutput: try String(contentsOfFile: outputPath, encoding: .utf8),
+        standardError: try String(contentsOfFile: errorPath, encoding: .utf8))
+}
+
+/// Runs the command in this process, capturing its output. Relative paths are made absolute in `scratch`.
+func runInProcess(_ arguments: [String]) -> CommandResult {
+    let capture = OutputCapture()
+    let status = Output.$capture.withValue(capture) {
+        SQLCipherKitCommand.run(arguments: arguments)
+    }
+    return CommandResult(
+        status: status.rawValue, standardOutput: capture.standardOutput, standardError: capture.standardError)
+}
+
+/// The exit status parsing (and validating) a command line gives, without running it.
+func parsingStatus(_ arguments: [String]) -> CLIExitStatus {
+    do {
+        _ = try Output.$capture.withValue(OutputCapture()) { try SQLCipherKitCommand.parseAsRoot(arguments) }
+        return .success
+    } catch {
+        return CLIExitStatus.status(for: error)
+    }
+}
+
+/// Whether `key` opens the database and passes quick_check.
+func opens(_ path: String, with key: EncryptionKey, settings: CipherSettings = .engineDefault) -> Bool {
+    guard let db = try? Connection(path: path, key: key, settings: settings, options: OpenOptions(mode: .readWrite))
+    else { return false }
+    defer { db.close() }
+    return (try? db.quickCheck()) != nil
+}
+
+/// The number of rows in `item`.
+func rowCount(_ path: String, key: EncryptionKey, settings: CipherSettings = .engineDefault) throws -> Int {
+    let db = try Connection(path: path, key: key, settings: settings)
+    defer { db.close() }
+    return try db.scalar("SELECT count(*) FROM item", as: Int.self) ?? -1
+}
+
+func fileBytes(_ path: String) throws -> [UInt8] {
+    [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+}
+
+func fileMode(_ path: String) throws -> Int {
+    (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int ?? 0) & 0o777
+}
+
+enum Engine {
+    static var isVersion4: Bool { (SQLCipher.parsedVersion?.major ?? 0) >= 4 }
+}
