@@ -202,42 +202,77 @@ extension DatabaseError {
 
 extension DatabaseError {
     // Primary result codes, https://www.sqlite.org/rescode.html
+    /// `SQLITE_OK`: success.
     public static let SQLITE_OK = ResultCode(rawValue: 0)
+    /// `SQLITE_ERROR`: generic error.
     public static let SQLITE_ERROR = ResultCode(rawValue: 1)
+    /// `SQLITE_INTERNAL`: internal logic error in SQLite.
     public static let SQLITE_INTERNAL = ResultCode(rawValue: 2)
+    /// `SQLITE_PERM`: access permission denied.
     public static let SQLITE_PERM = ResultCode(rawValue: 3)
+    /// `SQLITE_ABORT`: callback routine requested an abort.
     public static let SQLITE_ABORT = ResultCode(rawValue: 4)
+    /// `SQLITE_BUSY`: the database file is locked.
     public static let SQLITE_BUSY = ResultCode(rawValue: 5)
+    /// `SQLITE_LOCKED`: a table in the database is locked.
     public static let SQLITE_LOCKED = ResultCode(rawValue: 6)
+    /// `SQLITE_NOMEM`: a malloc() failed.
     public static let SQLITE_NOMEM = ResultCode(rawValue: 7)
+    /// `SQLITE_READONLY`: attempt to write a readonly database.
     public static let SQLITE_READONLY = ResultCode(rawValue: 8)
+    /// `SQLITE_INTERRUPT`: operation terminated by sqlite3_interrupt().
     public static let SQLITE_INTERRUPT = ResultCode(rawValue: 9)
+    /// `SQLITE_IOERR`: some kind of disk I/O error occurred.
     public static let SQLITE_IOERR = ResultCode(rawValue: 10)
+    /// `SQLITE_CORRUPT`: the database disk image is malformed.
     public static let SQLITE_CORRUPT = ResultCode(rawValue: 11)
+    /// `SQLITE_NOTFOUND`: unknown opcode or file control.
     public static let SQLITE_NOTFOUND = ResultCode(rawValue: 12)
+    /// `SQLITE_FULL`: insertion failed because the database or disk is full.
     public static let SQLITE_FULL = ResultCode(rawValue: 13)
+    /// `SQLITE_CANTOPEN`: unable to open the database file.
     public static let SQLITE_CANTOPEN = ResultCode(rawValue: 14)
+    /// `SQLITE_PROTOCOL`: database lock protocol error.
     public static let SQLITE_PROTOCOL = ResultCode(rawValue: 15)
+    /// `SQLITE_EMPTY`: internal use only.
     public static let SQLITE_EMPTY = ResultCode(rawValue: 16)
+    /// `SQLITE_SCHEMA`: the database schema changed.
     public static let SQLITE_SCHEMA = ResultCode(rawValue: 17)
+    /// `SQLITE_TOOBIG`: string or BLOB exceeds size limit.
     public static let SQLITE_TOOBIG = ResultCode(rawValue: 18)
+    /// `SQLITE_CONSTRAINT`: abort due to constraint violation.
     public static let SQLITE_CONSTRAINT = ResultCode(rawValue: 19)
+    /// `SQLITE_MISMATCH`: data type mismatch.
     public static let SQLITE_MISMATCH = ResultCode(rawValue: 20)
+    /// `SQLITE_MISUSE`: library used incorrectly.
     public static let SQLITE_MISUSE = ResultCode(rawValue: 21)
+    /// `SQLITE_NOLFS`: uses OS features not supported on host.
     public static let SQLITE_NOLFS = ResultCode(rawValue: 22)
+    /// `SQLITE_AUTH`: authorization denied.
     public static let SQLITE_AUTH = ResultCode(rawValue: 23)
+    /// `SQLITE_FORMAT`: not used.
     public static let SQLITE_FORMAT = ResultCode(rawValue: 24)
+    /// `SQLITE_RANGE`: parameter index out of range.
     public static let SQLITE_RANGE = ResultCode(rawValue: 25)
+    /// `SQLITE_NOTADB`: file is not a database (with SQLCipher: also a wrong key).
     public static let SQLITE_NOTADB = ResultCode(rawValue: 26)
+    /// `SQLITE_NOTICE`: notification from sqlite3_log().
     public static let SQLITE_NOTICE = ResultCode(rawValue: 27)
+    /// `SQLITE_WARNING`: warning from sqlite3_log().
     public static let SQLITE_WARNING = ResultCode(rawValue: 28)
 
     // Extended codes callers commonly match on.
+    /// `SQLITE_CONSTRAINT_FOREIGNKEY`: a foreign key constraint failed.
     public static let SQLITE_CONSTRAINT_FOREIGNKEY = ResultCode(rawValue: 787)
+    /// `SQLITE_CONSTRAINT_NOTNULL`: a NOT NULL constraint failed.
     public static let SQLITE_CONSTRAINT_NOTNULL = ResultCode(rawValue: 1299)
+    /// `SQLITE_CONSTRAINT_PRIMARYKEY`: a PRIMARY KEY constraint failed.
     public static let SQLITE_CONSTRAINT_PRIMARYKEY = ResultCode(rawValue: 1555)
+    /// `SQLITE_CONSTRAINT_UNIQUE`: a UNIQUE constraint failed.
     public static let SQLITE_CONSTRAINT_UNIQUE = ResultCode(rawValue: 2067)
+    /// `SQLITE_READONLY_DBMOVED`: the database file was moved or deleted while open.
     public static let SQLITE_READONLY_DBMOVED = ResultCode(rawValue: 1032)
+    /// `SQLITE_IOERR_SHORT_READ`: a read returned fewer bytes than asked.
     public static let SQLITE_IOERR_SHORT_READ = ResultCode(rawValue: 522)
 }
 
