@@ -159,6 +159,22 @@ final class AccessCoordinator: Sendable {
         }
     }
 
+    // MARK: - Running work on the writer
+
+    /// Admits the caller, then runs `body` on the writer, blocking.
+    func onWriter<T>(_ body: (Connection) throws -> T) throws -> T {
+        try enter()
+        defer { exit() }
+        return try writer.sync(body)
+    }
+
+    /// Admits the caller, then runs `body` on the writer's queue, suspending.
+    func onWriter<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await enter()
+        defer { exit() }
+        return try await writer.async(body)
+    }
+
     // MARK: - Readers
 
     private enum ReaderSlot {

@@ -123,23 +123,17 @@ public final class DatabasePool: Sendable {
     /// Runs `body` in an immediate transaction on the writer, blocking the calling thread. Commits when `body`
     /// returns, rolls back when it throws.
     public func write<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.enter()
-        defer { coordinator.exit() }
-        return try coordinator.writer.sync { db in try db.transaction(.immediate) { try body(db) } }
+        try coordinator.onWriter { db in try db.transaction(.immediate) { try body(db) } }
     }
 
     /// Runs `body` in an immediate transaction on the writer, without blocking Swift's cooperative threads.
     public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await coordinator.enter()
-        defer { coordinator.exit() }
-        return try await coordinator.writer.async { db in try db.transaction(.immediate) { try body(db) } }
+        try await coordinator.onWriter { db in try db.transaction(.immediate) { try body(db) } }
     }
 
     /// Runs `body` on the writer outside any transaction (for VACUUM, PRAGMAs, or transactions of your own).
     public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.enter()
-        defer { coordinator.exit() }
-        return try coordinator.writer.sync(body)
+        try coordinator.onWriter(body)
     }
 
     // MARK: - Keys and lifetime

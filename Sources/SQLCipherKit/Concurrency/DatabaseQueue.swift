@@ -49,37 +49,27 @@ public final class DatabaseQueue: Sendable {
 
     /// Runs `body` in a read-only transaction (`PRAGMA query_only`), blocking the calling thread.
     public func read<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.enter()
-        defer { coordinator.exit() }
-        return try coordinator.writer.sync { db in try Self.readOnly(db, body) }
+        try coordinator.onWriter { db in try Self.readOnly(db, body) }
     }
 
     /// Runs `body` in a read-only transaction, without blocking Swift's cooperative threads.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await coordinator.enter()
-        defer { coordinator.exit() }
-        return try await coordinator.writer.async { db in try Self.readOnly(db, body) }
+        try await coordinator.onWriter { db in try Self.readOnly(db, body) }
     }
 
     /// Runs `body` in an immediate transaction, blocking the calling thread.
     public func write<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.enter()
-        defer { coordinator.exit() }
-        return try coordinator.writer.sync { db in try db.transaction(.immediate) { try body(db) } }
+        try coordinator.onWriter { db in try db.transaction(.immediate) { try body(db) } }
     }
 
     /// Runs `body` in an immediate transaction, without blocking Swift's cooperative threads.
     public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await coordinator.enter()
-        defer { coordinator.exit() }
-        return try await coordinator.writer.async { db in try db.transaction(.immediate) { try body(db) } }
+        try await coordinator.onWriter { db in try db.transaction(.immediate) { try body(db) } }
     }
 
     /// Runs `body` outside any transaction (for VACUUM, PRAGMAs, or transactions of your own).
     public func inDatabase<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.enter()
-        defer { coordinator.exit() }
-        return try coordinator.writer.sync(body)
+        try coordinator.onWriter(body)
     }
 
     /// Changes the key; see ``DatabasePool/rekey(to:)``.
