@@ -53,7 +53,8 @@ struct DatabaseFileInspectionTests {
         }
     }
 
-    @Test("SQLCipher 4 recognises a SQLCipher 3 file", .enabled(if: Engine.isVersion4))
+    @Test("SQLCipher 4 recognises a SQLCipher 3 file", .enabled(if: Engine.isVersion4,
+        "needs SQLCipher 4: on SQLCipher 3.4.1 the SQLCipher 3 format is the only one"))
     func detectsVersion3() throws {
         try withTemporaryDirectory { directory in
             let path = directory.path("v3.db")
@@ -70,7 +71,8 @@ struct DatabaseFileInspectionTests {
         }
     }
 
-    @Test("a plaintext-header file is recognised and needs its header size", .enabled(if: Engine.isVersion4))
+    @Test("a plaintext-header file is recognised and needs its header size", .enabled(if: Engine.isVersion4,
+        "needs SQLCipher 4: SQLCipher 3.4.1 cannot create a plaintext-header database"))
     func plaintextHeader() throws {
         try withTemporaryDirectory { directory in
             let path = directory.path("hdr.db")

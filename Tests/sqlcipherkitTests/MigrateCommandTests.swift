@@ -5,7 +5,8 @@ import Testing
 
 @Suite("sqlcipherkit migrate")
 struct MigrateCommandTests {
-    @Test("converts a SQLCipher 3 file to the 4 format with the same key", .enabled(if: Engine.isVersion4))
+    @Test("converts a SQLCipher 3 file to the 4 format with the same key", .enabled(if: Engine.isVersion4,
+        "needs SQLCipher 4: migration writes the SQLCipher 4 format, which SQLCipher 3.4.1 cannot"))
     func migrates() throws {
         let scratch = try Scratch()
         let (keyPath, key) = try scratch.sentinelKeyFile("k")
@@ -20,7 +21,8 @@ struct MigrateCommandTests {
         #expect(again.standardOutput.contains("already"))
     }
 
-    @Test("a wrong key exits 3 and leaves the file as it was", .enabled(if: Engine.isVersion4))
+    @Test("a wrong key exits 3 and leaves the file as it was", .enabled(if: Engine.isVersion4,
+        "needs SQLCipher 4: on SQLCipher 3.4.1 migrate refuses before it reads the key (checked below)"))
     func wrongKey() throws {
         let scratch = try Scratch()
         let (_, key) = try scratch.rawKeyFile("k")
@@ -31,7 +33,8 @@ struct MigrateCommandTests {
         #expect(try fileBytes(db) == before)
     }
 
-    @Test("on SQLCipher 3 it refuses with an error naming both versions", .enabled(if: !Engine.isVersion4))
+    @Test("on SQLCipher 3 it refuses with an error naming both versions", .enabled(if: !Engine.isVersion4,
+        "checks SQLCipher 3's refusal; SQLCipher 4 migrates (checked above)"))
     func unsupportedOnVersion3() throws {
         let scratch = try Scratch()
         let (keyPath, key) = try scratch.rawKeyFile("k")

@@ -161,6 +161,8 @@ extension DatabaseError.Kind {
     public static let invalidState = Self("invalidState")
     /// A file or folder the operation needs is missing, exists already, or cannot be written.
     public static let fileSystem = Self("fileSystem")
+    /// A migration failed with an error that is not a ``DatabaseError``; the message names the migration.
+    public static let migrationFailed = Self("migrationFailed")
 }
 
 extension DatabaseError {
@@ -196,6 +198,8 @@ extension DatabaseError {
     public static let invalidState = Kind.invalidState
     /// Matches ``Kind/fileSystem``.
     public static let fileSystem = Kind.fileSystem
+    /// Matches ``Kind/migrationFailed``.
+    public static let migrationFailed = Kind.migrationFailed
 }
 
 // MARK: - Result codes

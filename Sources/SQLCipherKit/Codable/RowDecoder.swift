@@ -1,0 +1,478 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import CSQLCipher
+
+// MARK: - Context
+
+/// What every row of one fetch shares: where values are read from, and which column each coding key names.
+///
+/// Column lookups are learnt, not hashed: a `Decodable` initializer asks for its keys in the same order on every row,
+/// so the context records the sequence of key names it was asked for on the first row (with the column index each
+/// one resolved to) and, on later rows, only compares the key's name with the one recorded at the same position. A
+/// key asked for in another order falls back to the statement's name lookup and updates the record. Nothing is
+/// allocated per row except the box `KeyedDecodingContainer` puts its container in.
+final class RowDecodingContext {
+    let statement: Statement
+    let recordType: Any.Type
+
+    /// The statement's raw pointer when rows are read in place (cursor rows), `nil` for copied rows.
+    let sqliteStatement: OpaquePointer?
+
+    /// The values of a copied row.
+    let values: [DatabaseValue]
+
+    let columnCount: Int
+
+    private struct LearntKey {
+        let name: String
+        /// The column index, or -1 when the row has no such column.
+        let index: Int
+    }
+
+    // Read and written for every column of every row; the dynamic exclusivity checks cost more than the lookup
+    // itself. Sound without them: the context belongs to one thread and no access overlaps another.
+    @exclusivity(unchecked)
+    private var learntKeys: [LearntKey] = []
+    @exclusivity(unchecked)
+    private var keyPosition = 0
+
+    private lazy var jsonDecoder = CodableJSON.makeDecoder()
+
+    /// Whether the keyed container is built once and reused for every row (cursors), instead of once per row.
+    private let reusesKeyedContainer: Bool
+
+    /// The keyed container of the last row and the type of its keys. Building a `KeyedDecodingContainer` looks up
+    /// the generic metadata of three types and allocates a box: a third of the decoding cost of a 10-column row.
+    /// It holds this context strongly, so ``releaseKeyedContainer()`` must break the cycle.
+    private var keyedContainer: (keyType: ObjectIdentifier, holder: AnyObject)?
+
+    /// A context for the rows of a cursor, read in place.
+    init(cursor: RowCursor, recordType: Any.Type) {
+        self.statement = cursor.statement
+        self.recordType = recordType
+        self.sqliteStatement = cursor.statement.sqliteStatement
+        self.values = []
+        self.columnCount = cursor.columnCount
+        self.reusesKeyedContainer = true
+    }
+
+    /// A context for one row.
+    init(row: Row, recordType: Any.Type) throws {
+        self.statement = row.statement
+        self.recordType = recordType
+        self.columnCount = row.count
+        self.reusesKeyedContainer = false
+        if let sqliteStatement = row.sqliteStatement {
+            guard row.handle.isOpen else { throw DatabaseError.closed(sql: row.statement.sql) }
+            self.sqliteStatement = sqliteStatement
+            self.values = []
+        } else {
+            self.sqliteStatement = nil
+            self.values = try row.databaseValues
+        }
+    }
+
+    /// Decodes the current row of the statement (or the copied row).
+    @inline(__always)
+    func decodeRecord<Record: Decodable>(_ type: Record.Type) throws -> Record {
+        keyPosition = 0
+        do {
+            return try Record(from: RowDecoder(context: self))
+        } catch let error as DecodingError {
+            throw DatabaseError(
+                kind: .valueConversion, code: DatabaseError.SQLITE_MISMATCH,
+                message: "cannot decode \(recordType) from the row: \(CodableJSON.describe(error))", sql: statement.sql)
+        }
+    }
+
+    /// The keyed container for the rows, reused from the previous row when the key type is the same.
+    func keyedContainer<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedDecodingContainer<Key> {
+        if let keyedContainer, keyedContainer.keyType == ObjectIdentifier(Key.self) {
+            // The identifier check makes the unchecked downcast sound.
+            return unsafeDowncast(keyedContainer.holder, to: KeyedContainerHolder<Key>.self).container
+        }
+        let container = KeyedDecodingContainer(RowKeyedDecodingContainer<Key>(context: self))
+        if reusesKeyedContainer {
+            keyedContainer = (ObjectIdentifier(Key.self), KeyedContainerHolder(container))
+        }
+        return container
+    }
+
+    /// Breaks the reference cycle between the context and its reused keyed container.
+    func releaseKeyedContainer() {
+        keyedContainer = nil
+    }
+
+    // MARK: Columns
+
+    /// The column index of a key, or `nil` when the row has no column of that name.
+    @inline(__always)
+    func columnIndex(for key: some CodingKey) -> Int? {
+        let name = key.stringValue
+        let position = keyPosition
+        keyPosition = position &+ 1
+        if position < learntKeys.count {
+            let learnt = learntKeys[position]
+            if learnt.name == name { return learnt.index >= 0 ? learnt.index : nil }
+        }
+        return learnColumnIndex(name, at: position)
+    }
+
+    private func learnColumnIndex(_ name: String, at position: Int) -> Int? {
+        let index = statement.columnIndex(named: name).flatMap { $0 < columnCount ? $0 : nil }
+        let learnt = LearntKey(name: name, index: index ?? -1)
+        if position < learntKeys.count {
+            learntKeys[position] = learnt
+        } else if position == learntKeys.count {
+            learntKeys.append(learnt)
+        }
+        return index
+    }
+
+    var columnNames: [String] {
+        Array(statement.columnNames.prefix(columnCount))
+    }
+
+    // MARK: Values
+
+    /// Reads a column with the type's own conversion (straight from the statement for cursor rows).
+    @inline(__always)
+    func read<Value: DatabaseValueConvertible>(_ type: Value.Type, at index: Int) -> Value? {
+        if let sqliteStatement {
+            return Value.decode(sqliteStatement: sqliteStatement, column: CInt(index))
+        }
+        return Value.fromDatabaseValue(values[index])
+    }
+
+    func isNull(at index: Int) -> Bool {
+        if let sqliteStatement {
+            return sqlite3_column_type(sqliteStatement, CInt(index)) == SQLITE_NULL
+        }
+        return values[index].isNull
+    }
+
+    func databaseValue(at index: Int) -> DatabaseValue {
+        if let sqliteStatement {
+            return DatabaseValue(sqliteStatement: sqliteStatement, column: CInt(index))
+        }
+        return values[index]
+    }
+
+    /// Reads a column as `Value`, or throws a conversion error naming the column and the type.
+    @inline(__always)
+    func decodeColumn<Value: DatabaseValueConvertible>(_ type: Value.Type, at index: Int) throws -> Value {
+        if let value = read(Value.self, at: index) { return value }
+        throw conversionError(at: index, to: Value.self)
+    }
+
+    /// Reads a column as any `Decodable` type: natively for ``DatabaseValueConvertible`` types, through a
+    /// single-value container for single-value types (a `RawRepresentable` enum), from JSON otherwise.
+    func decodeValue<Value: Decodable>(_ type: Value.Type, at index: Int) throws -> Value {
+        if let convertible = Value.self as? any DatabaseValueConvertible.Type {
+            guard let value = readAny(convertible, at: index) as? Value else {
+                throw conversionError(at: index, to: Value.self)
+            }
+            return value
+        }
+        do {
+            return try Value(from: ColumnDecoder(context: self, index: index))
+        } catch is StructuredValueRequest {
+            return try decodeJSON(Value.self, at: index)
+        } catch let error as DecodingError {
+            throw conversionError(
+                at: index, to: Value.self,
+                reason: "the value cannot be decoded as \(Value.self): \(CodableJSON.describe(error))")
+        }
+    }
+
+    private func readAny<Value: DatabaseValueConvertible>(_ type: Value.Type, at index: Int) -> Any? {
+        read(Value.self, at: index)
+    }
+
+    private func decodeJSON<Value: Decodable>(_ type: Value.Type, at index: Int) throws -> Value {
+        let data: Data
+        switch databaseValue(at: index) {
+        case .text(let text): data = Data(text.utf8)
+        case .blob(let bytes): data = Data(bytes)
+        case .null: throw conversionError(at: index, to: Value.self)
+        case let other:
+            throw conversionError(
+                at: index, to: Value.self,
+                reason: "\(other.storageClassName) value cannot be decoded as \(Value.self) (JSON is read from TEXT"
+                    + " or BLOB)")
+        }
+        do {
+            return try jsonDecoder.decode(Value.self, from: data)
+        } catch {
+            throw conversionError(
+                at: index, to: Value.self,
+                reason: "the JSON value cannot be decoded as \(Value.self): \(CodableJSON.describe(error))")
+        }
+    }
+
+    // MARK: Errors
+
+    func conversionError(at index: Int, to type: Any.Type, reason: String? = nil) -> DatabaseError {
+        let reason = reason ?? {
+            let stored = databaseValue(at: index)
+            return stored.isNull ? "NULL cannot be read as non-optional \(type)"
+                : "\(stored.storageClassName) value cannot be represented as \(type)"
+        }()
+        let name = index < columnCount ? statement.columnNames[index] : "?"
+        return DatabaseError(
+            kind: .valueConversion, code: DatabaseError.SQLITE_MISMATCH,
+            message: "column `\(name)` (index \(index)) of \(recordType): \(reason)", sql: statement.sql)
+    }
+
+    func missingColumnError(_ key: some CodingKey, type: Any.Type) -> DatabaseError {
+        DatabaseError(
+            kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
+            message: "no column named `\(key.stringValue)` for the \(type) property of \(recordType) (the row has: "
+                + columnNames.joined(separator: ", ") + ")",
+            sql: statement.sql)
+    }
+
+    func unsupported(_ what: String) -> DatabaseError {
+        DatabaseError(
+            kind: .valueConversion, code: DatabaseError.SQLITE_MISMATCH,
+            message: "cannot decode \(recordType): \(what)", sql: statement.sql)
+    }
+}
+
+@available(*, unavailable)
+extension RowDecodingContext: Sendable {}
+
+private final class KeyedContainerHolder<Key: CodingKey> {
+    let container: KeyedDecodingContainer<Key>
+
+    init(_ container: KeyedDecodingContainer<Key>) {
+        self.container = container
+    }
+}
+
+/// Thrown by ``ColumnDecoder`` when a type asks one column for a keyed or unkeyed container: it is then read from
+/// JSON instead. Never escapes the library.
+struct StructuredValueRequest: Error {}
+
+// MARK: - Row decoder
+
+/// Decodes a row: keyed by column name, unkeyed in column order, or as a single value (the first column).
+struct RowDecoder: Decoder {
+    let context: RowDecodingContext
+
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        context.keyedContainer(keyedBy: Key.self)
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        RowUnkeyedDecodingContainer(context: context)
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        guard context.columnCount > 0 else { throw context.unsupported("the row has no column") }
+        return ColumnValueDecodingContainer(context: context, index: 0, codingPath: [])
+    }
+}
+
+struct RowKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let context: RowDecodingContext
+
+    var codingPath: [any CodingKey] { [] }
+
+    var allKeys: [Key] {
+        context.columnNames.compactMap { Key(stringValue: $0) }
+    }
+
+    func contains(_ key: Key) -> Bool {
+        context.columnIndex(for: key) != nil
+    }
+
+    @inline(__always)
+    private func index(_ key: Key, _ type: Any.Type) throws -> Int {
+        guard let index = context.columnIndex(for: key) else { throw context.missingColumnError(key, type: type) }
+        return index
+    }
+
+    @inline(__always)
+    private func column<Value: DatabaseValueConvertible>(_ type: Value.Type, _ key: Key) throws -> Value {
+        try context.decodeColumn(Value.self, at: index(key, Value.self))
+    }
+
+    @inline(__always)
+    private func columnIfPresent<Value: DatabaseValueConvertible>(_ type: Value.Type, _ key: Key) throws -> Value? {
+        guard let index = context.columnIndex(for: key), !context.isNull(at: index) else { return nil }
+        return try context.decodeColumn(Value.self, at: index)
+    }
+
+    func decodeNil(forKey key: Key) throws -> Bool {
+        context.isNull(at: try index(key, Optional<Any>.self))
+    }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try column(type, key) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try column(type, key) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try column(type, key) }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try column(type, key) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try column(type, key) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try column(type, key) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try column(type, key) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try column(type, key) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try column(type, key) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try column(type, key) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try column(type, key) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try column(type, key) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try column(type, key) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try column(type, key) }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        try context.decodeValue(T.self, at: index(key, T.self))
+    }
+
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try columnIfPresent(type, key) }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try columnIfPresent(type, key) }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try columnIfPresent(type, key) }
+    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { try columnIfPresent(type, key) }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try columnIfPresent(type, key) }
+    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try columnIfPresent(type, key) }
+    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try columnIfPresent(type, key) }
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try columnIfPresent(type, key) }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try columnIfPresent(type, key) }
+    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try columnIfPresent(type, key) }
+    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try columnIfPresent(type, key) }
+    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try columnIfPresent(type, key) }
+    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try columnIfPresent(type, key) }
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try columnIfPresent(type, key) }
+
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        guard let index = context.columnIndex(for: key), !context.isNull(at: index) else { return nil }
+        return try context.decodeValue(T.self, at: index)
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type, forKey key: Key
+    ) throws -> KeyedDecodingContainer<NestedKey> {
+        throw context.unsupported(
+            "nested containers are not read from rows (column `\(key.stringValue)`); decode a Decodable property"
+                + " instead, it is read from the column's JSON")
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        throw context.unsupported(
+            "nested containers are not read from rows (column `\(key.stringValue)`); decode a Decodable property"
+                + " instead, it is read from the column's JSON")
+    }
+
+    func superDecoder() throws -> any Decoder {
+        RowDecoder(context: context)
+    }
+
+    func superDecoder(forKey key: Key) throws -> any Decoder {
+        ColumnDecoder(context: context, index: try index(key, Any.self))
+    }
+}
+
+/// Reads the columns of a row in order.
+struct RowUnkeyedDecodingContainer: UnkeyedDecodingContainer {
+    let context: RowDecodingContext
+    private(set) var currentIndex = 0
+
+    init(context: RowDecodingContext) {
+        self.context = context
+    }
+
+    var codingPath: [any CodingKey] { [] }
+    var count: Int? { context.columnCount }
+    var isAtEnd: Bool { currentIndex >= context.columnCount }
+
+    private mutating func nextIndex(_ type: Any.Type) throws -> Int {
+        guard !isAtEnd else {
+            throw context.unsupported("asked for a \(type) after the last of \(context.columnCount) column(s)")
+        }
+        defer { currentIndex += 1 }
+        return currentIndex
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        guard !isAtEnd else { return false }
+        if context.isNull(at: currentIndex) {
+            currentIndex += 1
+            return true
+        }
+        return false
+    }
+
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try context.decodeValue(T.self, at: nextIndex(T.self))
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type
+    ) throws -> KeyedDecodingContainer<NestedKey> {
+        throw context.unsupported("nested containers are not read from rows")
+    }
+
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        throw context.unsupported("nested containers are not read from rows")
+    }
+
+    mutating func superDecoder() throws -> any Decoder {
+        ColumnDecoder(context: context, index: try nextIndex(Any.self))
+    }
+}
+
+// MARK: - One column
+
+/// Decodes one column as a single value; a keyed or unkeyed container makes the caller read the column's JSON.
+struct ColumnDecoder: Decoder {
+    let context: RowDecodingContext
+    let index: Int
+
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        throw StructuredValueRequest()
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        throw StructuredValueRequest()
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        ColumnValueDecodingContainer(context: context, index: index, codingPath: [])
+    }
+}
+
+struct ColumnValueDecodingContainer: SingleValueDecodingContainer {
+    let context: RowDecodingContext
+    let index: Int
+    let codingPath: [any CodingKey]
+
+    func decodeNil() -> Bool {
+        context.isNull(at: index)
+    }
+
+    func decode(_ type: Bool.Type) throws -> Bool { try context.decodeColumn(type, at: index) }
+    func decode(_ type: String.Type) throws -> String { try context.decodeColumn(type, at: index) }
+    func decode(_ type: Double.Type) throws -> Double { try context.decodeColumn(type, at: index) }
+    func decode(_ type: Float.Type) throws -> Float { try context.decodeColumn(type, at: index) }
+    func decode(_ type: Int.Type) throws -> Int { try context.decodeColumn(type, at: index) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try context.decodeColumn(type, at: index) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try context.decodeColumn(type, at: index) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try context.decodeColumn(type, at: index) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try context.decodeColumn(type, at: index) }
+    func decode(_ type: UInt.Type) throws -> UInt { try context.decodeColumn(type, at: index) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try context.decodeColumn(type, at: index) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try context.decodeColumn(type, at: index) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try context.decodeColumn(type, at: index) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try context.decodeColumn(type, at: index) }
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try context.decodeValue(T.self, at: index)
+    }
+}
