@@ -4,7 +4,7 @@
 struct BenchmarkOptions {
     /// A benchmark that `--only` can select.
     enum Benchmark: String, CaseIterable {
-        case fetch, insert, backup
+        case fetch, insert, backup, pool
     }
 
     /// Fewer iterations, for a quick look (the medians are then noisier).
@@ -25,19 +25,28 @@ struct BenchmarkOptions {
     // A 200 MB backup takes seconds per contestant; these keep the backup part within about 3 minutes on 2 vCPUs.
     var backupWarmUpCount: Int { isQuick ? 0 : 1 }
     var backupIterationCount: Int { isQuick ? 2 : 5 }
+    // The pool benchmark: about 45 s per engine on 2 vCPUs by default, about 10 s with --quick.
+    var poolWarmUpCount: Int { 1 }
+    var poolOpenRoundCount: Int { isQuick ? 3 : 7 }
+    var poolThroughputSeconds: Double { isQuick ? 0.5 : 1.5 }
+    var poolThroughputRoundCount: Int { isQuick ? 1 : 3 }
+    var poolWriteSeconds: Double { isQuick ? 1 : 2.5 }
+    var poolWriteRoundCount: Int { isQuick ? 1 : 2 }
 
     static let usage = """
         Usage: sqlcipherkit-benchmarks [--quick] [--only LIST] [--backup-mb N] [DIRECTORY]
 
-        Compares SQLCipherKit with the raw SQLCipher C API on encrypted databases (raw key, no KDF):
+        Compares SQLCipherKit with the raw SQLCipher C API on encrypted databases (raw key, no KDF, except in pool):
           fetch   200,000 rows x 10 INTEGER columns, every column read by index
           insert  50,000 rows x 10 INTEGER, one transaction, one prepared statement
           backup  an encrypted database of at least N MB copied with the online backup API into a new file:
                   sqlite3_backup_step(-1) against db.backup(toPath:) (which also verifies, fsyncs and renames)
                   and db.backup(to: Connection) (copy and quick_check)
+          pool    DatabasePool with a passphrase: open latency (plain Connection, the pool's first connection,
+                  its Nth), read throughput with 1, 2 and 4 readers, write throughput alone and with 2 readers
 
           --quick          fewer iterations (noisier medians)
-          --only LIST      comma-separated benchmarks to run: fetch, insert, backup (default: all)
+          --only LIST      comma-separated benchmarks to run: fetch, insert, backup, pool (default: all)
           --backup-mb N    size of the backup benchmark's database in MB (default 200)
           DIRECTORY        where to create the temporary database folder (default: $TMPDIR or /tmp);
                            the folder is removed at the end

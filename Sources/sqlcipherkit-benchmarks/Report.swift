@@ -187,3 +187,117 @@ func printBackupTable(
     print("  backup(to: Connection): copy \(milliseconds(measurement.wrapperToConnectionCopy)), after the copy"
         + " \(milliseconds(zip(measurement.wrapperToConnection, measurement.wrapperToConnectionCopy).map { $0 - $1 }))")
 }
+
+// MARK: - Pool
+
+/// Prints the pool benchmark's report: open latencies, read throughput by concurrency, write throughput.
+func printPoolReport(
+    _ measurement: PoolMeasurement, options: BenchmarkOptions, setupSeconds: Double, openSeconds: Double,
+    totalSeconds: Double
+) {
+    func milliseconds(_ seconds: Double) -> String {
+        formatted(seconds * 1000, decimals: seconds < 0.01 ? 3 : 1)
+    }
+    func summary(_ values: [Double]) -> String {
+        "\(milliseconds(Measurement.median(values))) (\(milliseconds(values.min() ?? 0))"
+            + "..\(milliseconds(values.max() ?? 0)), n=\(values.count))"
+    }
+    func line(_ label: String, _ value: String) -> String { "  " + label.padded(72) + "  " + value }
+
+    let cache = measurement.cacheSize < 0 ? "\(-measurement.cacheSize) KiB" : "\(measurement.cacheSize) pages"
+    print("Pools (DatabasePool, passphrase key, WAL): \(PoolBenchmark.rowCount)-row table"
+        + " (\(measurement.pageCount) pages of \(measurement.pageSize) B), cache_size \(cache) per connection,"
+        + " synchronous \(measurement.synchronous)")
+    print("  setup \(formatted(setupSeconds, decimals: 1)) s, open latency \(formatted(openSeconds, decimals: 1)) s,"
+        + " pool benchmark in all \(formatted(totalSeconds, decimals: 1)) s")
+    print("")
+
+    let nth = measurement.nthOpenSeconds
+    let nthTarget = 0.001
+    print("Open latency, ms: median (min..max, n); \(options.poolWarmUpCount) warm-up +"
+        + " \(measurement.rounds) timed rounds, every kind of open in every round")
+    print(line("Connection(path:key:), passphrase: SQLCipher's PBKDF2 at every open",
+        summary(measurement.passphraseConnection)))
+    print(line("DatabasePool(path:keyProvider:), passphrase: its first connection",
+        summary(measurement.poolCreation)))
+    print(line("Nth pool connection (readers 1-\(PoolBenchmark.openedReaderCount)): opening read - warm read",
+        summary(nth) + "  target <= \(milliseconds(nthTarget)) ms: "
+            + (Measurement.median(nth) <= nthTarget ? "yes" : "NO")))
+    print(line("reference: Connection(path:key:), raw key", summary(measurement.rawKeyConnection)))
+    print(line("reference: C API open, raw key (open, key, busy timeout, temp_store, read)",
+        summary(measurement.rawKeyC)))
+    let derivations = Set(measurement.derivationsPerPool).sorted().map(String.init).joined(separator: ", ")
+    print("  key derivations by the library per pool (first connection + \(PoolBenchmark.openedReaderCount)"
+        + " readers): \(derivations) (expected 1)")
+    print("  per reader, median ms of the read that opens it / the same read once open / difference:")
+    var perReader: [String] = []
+    for index in 0..<PoolBenchmark.openedReaderCount {
+        perReader.append("#\(index + 1) \(milliseconds(Measurement.median(measurement.openingRead[index])))"
+            + "/\(milliseconds(Measurement.median(measurement.warmRead[index])))"
+            + "/\(milliseconds(Measurement.median(measurement.readerOpenSeconds(index))))")
+    }
+    print("    " + perReader.prefix(4).joined(separator: "  "))
+    print("    " + perReader.dropFirst(4).joined(separator: "  "))
+    print("")
+
+    let cpuCount = MachineDescription.processorCount
+    print("Read throughput: point lookups by primary key, one read transaction each; reads/s, median of"
+        + " \(options.poolThroughputRoundCount) runs of \(formatted(options.poolThroughputSeconds, decimals: 1)) s;"
+        + " CPU: the process's CPU seconds per second; per CPU-s: reads/s / CPU; csw: voluntary context switches"
+        + " per 1,000 reads")
+    let widths = [12, 14, 8, 5, 10, 5, 14, 8, 5, 10, 5]
+    func row(_ cells: [String]) -> String {
+        zip(cells, widths).enumerated().map { index, pair in pair.0.padded(pair.1, right: index > 0) }
+            .joined(separator: "  ")
+    }
+    print("  " + row([
+        "readers", "threads (sync)", "scaling", "CPU", "per CPU-s", "csw", "tasks (async)", "scaling", "CPU",
+        "per CPU-s", "csw",
+    ]))
+    func median(_ runs: [PoolBenchmark.Throughput]?, _ value: (PoolBenchmark.Throughput) -> Double) -> Double {
+        Measurement.median((runs ?? []).map(value))
+    }
+    let baseThreads = median(measurement.readsOnThreads[1], \.operationsPerSecond)
+    let baseTasks = median(measurement.readsInTasks[1], \.operationsPerSecond)
+    for level in PoolBenchmark.concurrencyLevels {
+        let threads = median(measurement.readsOnThreads[level], \.operationsPerSecond)
+        let tasks = median(measurement.readsInTasks[level], \.operationsPerSecond)
+        print("  " + row([
+            "\(level)" + (level > cpuCount ? " (>\(cpuCount) CPU)" : ""), formatted(threads, decimals: 0),
+            formatted(threads / baseThreads, decimals: 2) + "x",
+            formatted(median(measurement.readsOnThreads[level], \.cpuCount), decimals: 2),
+            formatted(median(measurement.readsOnThreads[level]) { $0.operationsPerSecond / $0.cpuCount }, decimals: 0),
+            formatted(median(measurement.readsOnThreads[level], \.voluntarySwitchesPerThousand), decimals: 0),
+            formatted(tasks, decimals: 0), formatted(tasks / baseTasks, decimals: 2) + "x",
+            formatted(median(measurement.readsInTasks[level], \.cpuCount), decimals: 2),
+            formatted(median(measurement.readsInTasks[level]) { $0.operationsPerSecond / $0.cpuCount }, decimals: 0),
+            formatted(median(measurement.readsInTasks[level], \.voluntarySwitchesPerThousand), decimals: 0),
+        ]))
+    }
+    print("")
+
+    print("Write throughput: one-row UPDATE by primary key, one write transaction each (synchronous = FULL: one"
+        + " fdatasync per commit); median of \(options.poolWriteRoundCount) runs of"
+        + " \(formatted(options.poolWriteSeconds, decimals: 1)) s")
+    func writeLine(_ label: String, _ runs: [PoolBenchmark.WriteRun]) -> String {
+        let latencies = runs.flatMap(\.writeLatencies).sorted()
+        func percentile(_ fraction: Double) -> Double {
+            latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * fraction))]
+        }
+        var text = "  " + label.padded(34) + formatted(Measurement.median(runs.map(\.writesPerSecond)), decimals: 0)
+            .padded(7, right: true) + " writes/s; ms per write: median \(milliseconds(percentile(0.5))),"
+            + " p99 \(milliseconds(percentile(0.99))), max \(milliseconds(latencies.last ?? .nan));"
+            + " CPU \(formatted(Measurement.median(runs.map(\.cpuCount)), decimals: 2))"
+        let reads = Measurement.median(runs.map(\.readsPerSecond))
+        if reads > 0 { text += "; \(formatted(reads, decimals: 0)) reads/s meanwhile" }
+        return text
+    }
+    if let growing = measurement.writesGrowingWAL {
+        print(writeLine("writer alone, new WAL file growing", [growing]))
+    }
+    print("  then one UPDATE of every row and a checkpoint: WAL file"
+        + " \(formatted(Double(measurement.walByteCountAfterGrowth) / 1e6, decimals: 1)) MB,"
+        + " rewritten in place from then on")
+    print(writeLine("writer alone", measurement.writesAlone))
+    print(writeLine("writer + \(PoolBenchmark.readerCountDuringWrites) reading threads", measurement.writesWithReaders))
+}

@@ -34,7 +34,7 @@ func makeTemporaryDirectory(under base: String?) throws(BenchmarkError) -> Strin
     return String(cString: created)
 }
 
-/// Removes the fetch/insert database files, then the folder (the backup benchmark removes its own files).
+/// Removes the fetch/insert database files, then the folder (the backup and pool benchmarks remove their own files).
 func removeDirectory(_ directory: String, databasePath: String) {
     removeDatabaseFiles(atPath: databasePath)
     if rmdir(directory) != 0 {
@@ -52,7 +52,7 @@ func runBenchmarks(_ options: BenchmarkOptions) throws {
     let keyText = randomRawKeyText()
     let selected = options.selectedBenchmarks
 
-    print("SQLCipherKit benchmarks (raw key, one process)")
+    print("SQLCipherKit benchmarks (raw key except where a passphrase is said, one process)")
     print("  SQLCipher \(SQLCipher.version), SQLite \(SQLCipher.sqliteVersion),"
         + " crypto \(SQLCipher.cryptoProvider) \(SQLCipher.cryptoProviderVersion)")
     print("  machine: \(MachineDescription.processorCount) CPU (nproc), \(MachineDescription.cpuModel),"
@@ -68,6 +68,10 @@ func runBenchmarks(_ options: BenchmarkOptions) throws {
     if selected.contains(.backup) {
         print("")
         try runBackupBenchmark(options, directory: directory, rawKeyText: keyText)
+    }
+    if selected.contains(.pool) {
+        print("")
+        try runPoolBenchmark(options, directory: directory, rawKeyText: keyText)
     }
     print("")
     print("load average at the end: \(MachineDescription.loadAverage)")
