@@ -111,17 +111,18 @@ final class AccessCoordinator: Sendable {
 
     func enter() async throws {
         try refuseReentrance()
-        let waiter = Waiter<Void>(synchronous: false)
-        let admitted: Bool = try state.withLock { state in
+        // The waiter is made only on the path that waits: admission is on every call.
+        let waiter: Waiter<Void>? = try state.withLock { state in
             if state.isClosed { throw Self.closedError() }
             if state.isBarrierUp {
+                let waiter = Waiter<Void>(synchronous: false)
                 state.admissionWaiters.append(waiter)
-                return false
+                return waiter
             }
             state.inFlightCount += 1
-            return true
+            return nil
         }
-        if admitted { return }
+        guard let waiter else { return }
         try await wait(for: waiter) { state in state.admissionWaiters.removeAll { $0 === waiter } }
     }
 
@@ -180,29 +181,28 @@ final class AccessCoordinator: Sendable {
     private enum ReaderSlot {
         case ready(SerializedConnection)
         case open
-        case wait
+        case wait(Waiter<SerializedConnection>)
     }
 
     func acquireReader() throws -> SerializedConnection {
-        let waiter = Waiter<SerializedConnection>(synchronous: true)
-        switch try reserveReader(waiter) {
+        switch try reserveReader(synchronous: true) {
         case .ready(let reader): return reader
         case .open: return try openReader()
-        case .wait: return try waiter.wait()
+        case .wait(let waiter): return try waiter.wait()
         }
     }
 
     func acquireReader() async throws -> SerializedConnection {
-        let waiter = Waiter<SerializedConnection>(synchronous: false)
-        switch try reserveReader(waiter) {
+        switch try reserveReader(synchronous: false) {
         case .ready(let reader): return reader
         case .open: return try openReader()
-        case .wait:
+        case .wait(let waiter):
             return try await wait(for: waiter) { state in state.readerWaiters.removeAll { $0 === waiter } }
         }
     }
 
-    private func reserveReader(_ waiter: Waiter<SerializedConnection>) throws -> ReaderSlot {
+    /// Takes a free reader, or the right to open one, or a place in the queue (the waiter is made only then).
+    private func reserveReader(synchronous: Bool) throws -> ReaderSlot {
         try state.withLock { state in
             if state.isClosed { throw Self.closedError() }
             if let reader = state.availableReaders.popLast() { return .ready(reader) }
@@ -210,8 +210,9 @@ final class AccessCoordinator: Sendable {
                 state.readerCount += 1
                 return .open
             }
+            let waiter = Waiter<SerializedConnection>(synchronous: synchronous)
             state.readerWaiters.append(waiter)
-            return .wait
+            return .wait(waiter)
         }
     }
 

@@ -42,7 +42,7 @@ extension Connection {
                 kind: .transactionMisuse, code: DatabaseError.SQLITE_MISUSE,
                 message: "a transaction is already open; transactions do not nest (use savepoint(_:_:) instead)")
         }
-        try execute("BEGIN \(kind.rawValue) TRANSACTION")
+        try runCached("BEGIN \(kind.rawValue) TRANSACTION")
         let result: T
         do {
             result = try body()
@@ -57,7 +57,7 @@ extension Connection {
                     + " statements after it ran outside the transaction")
         }
         do {
-            try execute("COMMIT TRANSACTION")
+            try runCached("COMMIT TRANSACTION")
         } catch {
             rollbackIfActive()
             throw error
@@ -115,24 +115,30 @@ extension Connection {
 
     /// Starts a transaction; pair it with ``commit()`` or ``rollback()``. Prefer ``transaction(_:_:)``.
     public func beginTransaction(_ kind: TransactionKind = .immediate) throws {
-        try execute("BEGIN \(kind.rawValue) TRANSACTION")
+        try runCached("BEGIN \(kind.rawValue) TRANSACTION")
     }
 
     /// Commits the open transaction.
     public func commit() throws {
-        try execute("COMMIT TRANSACTION")
+        try runCached("COMMIT TRANSACTION")
     }
 
     /// Rolls back the open transaction.
     public func rollback() throws {
-        try execute("ROLLBACK TRANSACTION")
+        try runCached("ROLLBACK TRANSACTION")
     }
 
     private func rollbackIfActive() {
         // SQLite may already have rolled back by itself (SQLITE_FULL, SQLITE_IOERR, SQLITE_BUSY, SQLITE_NOMEM).
         if isInsideTransaction {
-            try? execute("ROLLBACK TRANSACTION")
+            try? runCached("ROLLBACK TRANSACTION")
         }
+    }
+
+    /// Runs a parameterless statement from the statement cache (BEGIN/COMMIT/ROLLBACK run on every pool access:
+    /// compiling them each time showed in the pool benchmark).
+    private func runCached(_ sql: String) throws {
+        try cachedStatement(sql).run()
     }
 
     /// Quotes an identifier for SQL: `"name"` with embedded quotes doubled.

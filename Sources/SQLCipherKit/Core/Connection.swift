@@ -299,8 +299,9 @@ public final class Connection {
                 var statement: OpaquePointer?
                 var tail: UnsafePointer<CChar>?
                 let code = sqlite3_prepare_v2(sqliteConnection, current, -1, &statement, &tail)
-                let statementSQL = Self.sqlText(from: current, to: tail)
                 guard code == SQLITE_OK else {
+                    // The failing statement's text only: built on errors, not for every statement.
+                    let statementSQL = Self.sqlText(from: current, to: tail)
                     throw DatabaseError.sqlite(code: code, connection: sqliteConnection, sql: statementSQL)
                 }
                 defer { sqlite3_finalize(statement) }
@@ -310,6 +311,7 @@ public final class Connection {
                     let stepCode = sqlite3_step(statement)
                     if stepCode == SQLITE_DONE { break }
                     if stepCode != SQLITE_ROW {
+                        let statementSQL = Self.sqlText(from: current, to: tail)
                         throw DatabaseError.sqlite(code: stepCode, connection: sqliteConnection, sql: statementSQL)
                     }
                 }
