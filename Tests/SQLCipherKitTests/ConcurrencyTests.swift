@@ -258,10 +258,15 @@ struct ConcurrencyTests {
         try pool.rekey(to: .fixed(TestKeys.otherPassphrase))
         pool.close()
         _ = try? Connection(path: dir.path("log.db"), key: TestKeys.passphrase, options: options)
+        let connection = try Connection(path: dir.path("log.db"), key: TestKeys.otherPassphrase, options: options)
+        try connection.backup(toPath: dir.path("log-backup.db"))
+        try connection.exportEncrypted(to: dir.path("log-export.db"), key: TestKeys.passphrase)
+        try connection.restore(fromPath: dir.path("log-backup.db"))
+        try connection.rekey(to: TestKeys.passphrase)
         let lines = records.lines
-        #expect(lines.contains { $0.contains("opened") })
-        #expect(lines.contains { $0.contains("rekeyed") })
-        #expect(lines.contains { $0.contains("open failed") })
+        for message in ["opened", "rekeyed", "open failed", "backed up", "exported", "restored"] {
+            #expect(lines.contains { $0.contains(message) }, "no \(message) line")
+        }
         for line in lines {
             #expect(!line.contains(TestKeys.sentinel), "\(line)")
         }

@@ -84,8 +84,11 @@ extension Connection {
             try atomicRename(from: temporaryPath, to: destination)
         } catch {
             removeDatabaseFiles(atPath: temporaryPath)
+            options.logger?.error("backup failed", metadata: ["path": "\(path)", "destination": "\(destination)",
+                                                              "error": "\(error)"])
             throw error
         }
+        options.logger?.info("backed up", metadata: ["path": "\(path)", "destination": "\(destination)"])
     }
 
     /// Backs the database up into a file with this connection's own key and settings; see
@@ -133,6 +136,7 @@ extension Connection {
         try backup.quickCheck()
         try backup.copyPages(to: self, pagesPerStep: pagesPerStep, progress: progress)
         try quickCheck()
+        options.logger?.info("restored", metadata: ["path": "\(path)", "source": "\(source)"])
     }
 
     /// Restores from a backup made with this connection's own key and settings; see

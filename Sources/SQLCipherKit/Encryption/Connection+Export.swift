@@ -90,8 +90,13 @@ extension Connection {
                 try? execute("DETACH DATABASE sqlcipherkit_export")
             }
             removeDatabaseFiles(atPath: temporaryPath)
+            options.logger?.error("export failed", metadata: ["path": "\(path)", "destination": "\(destination)",
+                                                              "error": "\(error)"])
             throw error
         }
+        options.logger?.info("exported", metadata: [
+            "path": "\(path)", "destination": "\(destination)", "encrypted": "\(target.key != nil)",
+        ])
     }
 
     /// Attaches another database file to this connection under a schema name, with its own key (or explicitly

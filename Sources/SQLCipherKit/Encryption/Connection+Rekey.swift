@@ -84,11 +84,13 @@ extension Connection {
             case (false, false): "the file opens with NEITHER key; restore it from a backup"
             }
             let reason = (error as? DatabaseError)?.message ?? "\(error)"
+            options.logger?.error("rekey failed", metadata: ["path": "\(path)", "state": "\(state)"])
             throw DatabaseError(
                 kind: .verificationFailed, code: (error as? DatabaseError)?.extendedResultCode
                     ?? DatabaseError.SQLITE_ERROR,
                 message: "rekey failed (\(reason)); \(state). The connection is closed")
         }
+        options.logger?.info("rekeyed", metadata: ["path": "\(path)", "wal": "\(isWAL)"])
     }
 
     /// `PRAGMA quick_check`: reads (and so decrypts and authenticates) every page.
