@@ -122,6 +122,11 @@ struct ConcurrencyTests {
             try DatabasePool(path: dir.path("b.db"), keyProvider: .environment("SQLCIPHERKIT_TEST_UNSET_VARIABLE"))
         }
         expectError(.invalidKey) { try DatabaseQueue(path: dir.path("c.db"), keyProvider: .file(dir.path("none.key"))) }
+        // A malformed salt is an error, not a crash, even on the derivation path.
+        expectError(.invalidKey) {
+            try DatabasePool(path: dir.path("d.db"), keyProvider: .fixed(TestKeys.passphrase),
+                             configuration: .init(settings: CipherSettings(salt: [1, 2, 3])))
+        }
     }
 
     @Test("a pool of 8 readers derives a passphrase exactly once; the derived key opens the file like the passphrase",

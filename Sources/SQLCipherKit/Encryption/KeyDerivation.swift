@@ -24,7 +24,12 @@ package enum KeyDerivation {
 
     /// PBKDF2(passphrase, salt, iterations) as a raw key carrying the salt.
     static func derive(passphrase key: EncryptionKey, salt: [UInt8], parameters: Parameters) throws -> EncryptionKey {
-        precondition(key.kind == .passphrase && salt.count == EncryptionKey.saltByteCount)
+        guard key.kind == .passphrase else {
+            throw EncryptionKey.invalid("only a passphrase is derived; a raw key is used as it is")
+        }
+        guard salt.count == EncryptionKey.saltByteCount else {
+            throw EncryptionKey.invalid("a salt must be \(EncryptionKey.saltByteCount) bytes, not \(salt.count)")
+        }
         let digest: OpaquePointer? = switch parameters.algorithm {
         case .pbkdf2HMACSHA1: EVP_sha1()
         case .pbkdf2HMACSHA256: EVP_sha256()
