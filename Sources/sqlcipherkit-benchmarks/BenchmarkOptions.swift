@@ -4,7 +4,7 @@
 struct BenchmarkOptions {
     /// A benchmark that `--only` can select.
     enum Benchmark: String, CaseIterable {
-        case fetch, insert, backup, pool
+        case fetch, decodable, insert, backup, pool
     }
 
     /// Fewer iterations, for a quick look (the medians are then noisier).
@@ -21,6 +21,7 @@ struct BenchmarkOptions {
 
     var warmUpCount: Int { isQuick ? 1 : 2 }
     var fetchIterationCount: Int { isQuick ? 5 : 15 }
+    var decodableIterationCount: Int { isQuick ? 5 : 15 }
     var insertIterationCount: Int { isQuick ? 5 : 15 }
     // A 200 MB backup takes seconds per contestant; these keep the backup part within about 3 minutes on 2 vCPUs.
     var backupWarmUpCount: Int { isQuick ? 0 : 1 }
@@ -38,6 +39,9 @@ struct BenchmarkOptions {
 
         Compares SQLCipherKit with the raw SQLCipher C API on encrypted databases (raw key, no KDF, except in pool):
           fetch   200,000 rows x 10 INTEGER columns, every column read by index
+          decodable
+                  the same rows decoded into a Decodable struct of 10 Int64 by db.fetchCursor(T.self, sql),
+                  and (no target) by db.fetchAll(T.self, sql) into an array
           insert  50,000 rows x 10 INTEGER, one transaction, one prepared statement
           backup  an encrypted database of at least N MB copied with the online backup API into a new file:
                   sqlite3_backup_step(-1) against db.backup(toPath:) (which also verifies, fsyncs and renames)
@@ -46,7 +50,8 @@ struct BenchmarkOptions {
                   its Nth), read throughput with 1, 2 and 4 readers, write throughput alone and with 2 readers
 
           --quick          fewer iterations (noisier medians)
-          --only LIST      comma-separated benchmarks to run: fetch, insert, backup, pool (default: all)
+          --only LIST      comma-separated benchmarks to run: fetch, decodable, insert, backup, pool
+                           (default: all)
           --backup-mb N    size of the backup benchmark's database in MB (default 200)
           DIRECTORY        where to create the temporary database folder (default: $TMPDIR or /tmp);
                            the folder is removed at the end

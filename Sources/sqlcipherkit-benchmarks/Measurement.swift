@@ -2,15 +2,15 @@
 struct Measurement {
     let name: String
     let rowCount: Int
-    /// The largest wrapper/raw ratio that meets the project's target.
-    let targetRatio: Double
+    /// The largest wrapper/raw ratio that meets the project's target; `nil` for a figure given for information.
+    let targetRatio: Double?
     var rawSeconds: [Double] = []
     var wrapperSeconds: [Double] = []
 
     var rawMedian: Double { Self.median(rawSeconds) }
     var wrapperMedian: Double { Self.median(wrapperSeconds) }
     var ratio: Double { wrapperMedian / rawMedian }
-    var meetsTarget: Bool { ratio <= targetRatio }
+    var meetsTarget: Bool { targetRatio.map { ratio <= $0 } ?? true }
 
     /// The median of the per-iteration ratios (each pair ran back to back), a cross-check on ``ratio``.
     var pairedRatioMedian: Double {
@@ -48,5 +48,30 @@ func compare(
         guard iteration >= warmUpCount else { continue }
         measurement.rawSeconds.append(rawFirst ? first : second)
         measurement.wrapperSeconds.append(rawFirst ? second : first)
+    }
+}
+
+/// Like ``compare(_:warmUpCount:iterationCount:raw:wrapper:)`` with two SQLCipherKit contestants timed against the
+/// same raw runs (`first` and `second` get the same raw seconds); the order of the three rotates every iteration.
+func compare(
+    _ first: inout Measurement, _ second: inout Measurement, warmUpCount: Int, iterationCount: Int,
+    raw: (_ iteration: Int) throws -> Double, first firstWrapper: (_ iteration: Int) throws -> Double,
+    second secondWrapper: (_ iteration: Int) throws -> Double
+) throws {
+    for iteration in 0..<(warmUpCount + iterationCount) {
+        var seconds: [Double] = [0, 0, 0]  // raw, first, second
+        for step in 0..<3 {
+            let contestant = (iteration + step) % 3
+            switch contestant {
+            case 0: seconds[0] = try raw(iteration)
+            case 1: seconds[1] = try firstWrapper(iteration)
+            default: seconds[2] = try secondWrapper(iteration)
+            }
+        }
+        guard iteration >= warmUpCount else { continue }
+        first.rawSeconds.append(seconds[0])
+        first.wrapperSeconds.append(seconds[1])
+        second.rawSeconds.append(seconds[0])
+        second.wrapperSeconds.append(seconds[2])
     }
 }

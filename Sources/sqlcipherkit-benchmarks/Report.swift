@@ -71,11 +71,12 @@ func formatted(_ value: Double, decimals: Int) -> String {
 /// Prints the results table.
 func printTable(_ measurements: [Measurement]) {
     let header = ["benchmark", "raw C ms", "SQLCipherKit ms", "ratio", "paired", "target", "met"]
-    let widths = [34, 10, 16, 7, 7, 8, 4]
+    let widths = [44, 10, 16, 7, 7, 8, 4]
     func line(_ cells: [String]) -> String {
-        zip(cells, widths).enumerated().map { index, pair in
+        let text = zip(cells, widths).enumerated().map { index, pair in
             index == cells.count - 1 ? pair.0 : pair.0.padded(pair.1, right: index > 0)
         }.joined(separator: "  ")
+        return String(text.reversed().drop(while: { $0 == " " }).reversed())
     }
     print(line(header))
     print(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  "))
@@ -86,13 +87,14 @@ func printTable(_ measurements: [Measurement]) {
             formatted(measurement.wrapperMedian * 1000, decimals: 1),
             formatted(measurement.ratio, decimals: 3) + "x",
             formatted(measurement.pairedRatioMedian, decimals: 3) + "x",
-            "<= " + formatted(measurement.targetRatio, decimals: 2) + "x",
-            measurement.meetsTarget ? "yes" : "NO",
+            measurement.targetRatio.map { "<= " + formatted($0, decimals: 2) + "x" } ?? "none",
+            measurement.targetRatio == nil ? "" : measurement.meetsTarget ? "yes" : "NO",
         ]))
     }
     print("")
     print("ms: median of the timed iterations; ratio: SQLCipherKit median / raw median;")
-    print("paired: median of the per-iteration ratios (raw and wrapper ran back to back). Spread (min..max ms):")
+    print("paired: median of the per-iteration ratios (raw and SQLCipherKit ran back to back; the decodable rows")
+    print("share their raw runs, the three in rotating order). Spread (min..max ms):")
     for measurement in measurements {
         let raw = measurement.rawSeconds.map { $0 * 1000 }
         let wrapper = measurement.wrapperSeconds.map { $0 * 1000 }

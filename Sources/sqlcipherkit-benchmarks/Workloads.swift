@@ -1,7 +1,11 @@
 import CSQLCipher
 import SQLCipherKit
 
-/// The two workloads, each written once against the C API and once against SQLCipherKit.
+/// The workloads, each written once against the C API and once (or twice, for the `Decodable` fetch) against
+/// SQLCipherKit.
+///
+/// The fetch functions are `@inline(never)` so that each pass is one call that callgrind can isolate
+/// (`--toggle-collect`, `--dump-after`; see Docs/Performance.md).
 ///
 /// Both sides do the same work per row (the same values computed the same way, every column read), and return a
 /// checksum that is printed and compared, so the optimizer cannot drop any of it.
@@ -47,6 +51,7 @@ enum Workloads {
     // MARK: - Fetch
 
     /// Reads every column of every row with `sqlite3_column_int64`; returns the sum.
+    @inline(never)
     static func rawFetch(_ raw: RawConnection) throws(BenchmarkError) -> Int64 {
         let statement = try raw.prepare(fetchSQL)
         defer { sqlite3_finalize(statement) }
@@ -63,6 +68,7 @@ enum Workloads {
     }
 
     /// Reads every column of every row with a cursor and `row[i] as Int64`; returns the sum.
+    @inline(never)
     static func wrapperFetch(_ db: Connection) throws -> Int64 {
         var sum: Int64 = 0
         let rows = try db.cursor(fetchSQL)
@@ -72,6 +78,33 @@ enum Workloads {
             }
         }
         return sum
+    }
+
+    // MARK: - Decodable fetch
+
+    /// A row of the fetch table as a `Decodable` record: ten `Int64` properties whose synthesized coding keys are
+    /// the column names.
+    struct FetchRecord: Decodable {
+        let c0, c1, c2, c3, c4, c5, c6, c7, c8, c9: Int64
+
+        var sum: Int64 { c0 &+ c1 &+ c2 &+ c3 &+ c4 &+ c5 &+ c6 &+ c7 &+ c8 &+ c9 }
+    }
+
+    /// Decodes every row one at a time with `db.fetchCursor(FetchRecord.self, sql)`; returns the sum of all fields.
+    @inline(never)
+    static func decodingCursorFetch(_ db: Connection) throws -> Int64 {
+        var sum: Int64 = 0
+        let records = try db.fetchCursor(FetchRecord.self, fetchSQL)
+        while let record = try records.next() {
+            sum &+= record.sum
+        }
+        return sum
+    }
+
+    /// Decodes every row into an array with `db.fetchAll(FetchRecord.self, sql)`, then sums all fields.
+    @inline(never)
+    static func fetchAllDecoded(_ db: Connection) throws -> Int64 {
+        try db.fetchAll(FetchRecord.self, fetchSQL).reduce(0) { $0 &+ $1.sum }
     }
 
     // MARK: - Insert

@@ -61,7 +61,7 @@ func runBenchmarks(_ options: BenchmarkOptions) throws {
         .joined(separator: ", ") + (options.isQuick ? " (--quick)" : ""))
     print("  folder: \(directory)")
 
-    if selected.contains(.fetch) || selected.contains(.insert) {
+    if !selected.isDisjoint(with: [.fetch, .decodable, .insert]) {
         print("")
         try runFetchAndInsertBenchmarks(options, databasePath: databasePath, keyText: keyText)
     }
@@ -77,15 +77,21 @@ func runBenchmarks(_ options: BenchmarkOptions) throws {
     print("load average at the end: \(MachineDescription.loadAverage)")
 }
 
-/// The fetch and insert benchmarks, on one encrypted file opened by both sides.
+/// The fetch, `Decodable` fetch and insert benchmarks, on one encrypted file opened by both sides.
 func runFetchAndInsertBenchmarks(_ options: BenchmarkOptions, databasePath: String, keyText: String) throws {
     let selected = options.selectedBenchmarks
     let db = try Connection(path: databasePath, key: EncryptionKey(sqlcipherRawKeyText: keyText))
     defer { db.close() }
 
-    print("Fetch and insert (same encrypted file for both sides)")
-    print("  iterations: \(options.warmUpCount) warm-up + \(options.fetchIterationCount) fetch,"
-        + " \(options.warmUpCount) + \(options.insertIterationCount) insert")
+    print("Fetch, Decodable fetch and insert (same encrypted file for both sides)")
+    let iterations = [
+        (BenchmarkOptions.Benchmark.fetch, options.fetchIterationCount, ""),
+        (.decodable, options.decodableIterationCount, " (raw, fetchCursor and fetchAll in rotating order)"),
+        (.insert, options.insertIterationCount, ""),
+    ].filter { selected.contains($0.0) }.map { benchmark, count, note in
+        "\(options.warmUpCount) + \(count) \(benchmark.rawValue)\(note)"
+    }
+    print("  iterations (warm-up + timed): " + iterations.joined(separator: ", "))
 
     try Workloads.createFetchSource(db)
     let raw = try RawConnection(path: databasePath, rawKeyText: keyText)
@@ -110,6 +116,28 @@ func runFetchAndInsertBenchmarks(_ options: BenchmarkOptions, databasePath: Stri
             wrapper: { _ in try measureSeconds { wrapperSum = try Workloads.wrapperFetch(db) } })
         guard rawSum == wrapperSum else { throw BenchmarkError.mismatch("fetch sums \(rawSum) and \(wrapperSum)") }
         measurements.append(fetch)
+    }
+
+    if selected.contains(.decodable) {
+        // The same table and SQL as the fetch; the raw side is the fetch's C loop, timed again in this rotation.
+        var cursor = Measurement(
+            name: "decodable fetchCursor \(Workloads.fetchRowCount) rows", rowCount: Workloads.fetchRowCount,
+            targetRatio: 2)
+        var array = Measurement(
+            name: "decodable fetchAll \(Workloads.fetchRowCount) rows (array)", rowCount: Workloads.fetchRowCount,
+            targetRatio: nil)
+        var cursorSum: Int64 = 0
+        var arraySum: Int64 = 0
+        try compare(
+            &cursor, &array, warmUpCount: options.warmUpCount, iterationCount: options.decodableIterationCount,
+            raw: { _ in try measureSeconds { rawSum = try Workloads.rawFetch(raw) } },
+            first: { _ in try measureSeconds { cursorSum = try Workloads.decodingCursorFetch(db) } },
+            second: { _ in try measureSeconds { arraySum = try Workloads.fetchAllDecoded(db) } })
+        guard rawSum == cursorSum, rawSum == arraySum else {
+            throw BenchmarkError.mismatch("decodable fetch sums \(rawSum), \(cursorSum) and \(arraySum)")
+        }
+        measurements.append(cursor)
+        measurements.append(array)
     }
 
     if selected.contains(.insert) {
@@ -144,10 +172,15 @@ func runFetchAndInsertBenchmarks(_ options: BenchmarkOptions, databasePath: Stri
 
     printTable(measurements)
     print("")
-    let targets = measurements.map { measurement in
-        "\(measurement.name.prefix(while: { $0 != " " })) <= \(formatted(measurement.targetRatio, decimals: 2))x raw"
+    let targets = measurements.compactMap { measurement -> String? in
+        guard let target = measurement.targetRatio else { return nil }
+        // The name up to its first number: "fetch", "decodable fetchCursor", "insert".
+        let label = measurement.name.split(separator: " ").prefix(while: { $0.first?.isLetter ?? false })
+            .joined(separator: " ")
+        return "\(label) <= \(formatted(target, decimals: 2))x raw"
     }
-    print((selected.contains(.fetch) ? "checksum \(rawSum); " : "") + "targets: " + targets.joined(separator: ", ")
+    let checksum = selected.isDisjoint(with: [.fetch, .decodable]) ? "" : "checksum \(rawSum); "
+    print(checksum + "targets: " + targets.joined(separator: ", ")
         + " (\(measurements.allSatisfy(\.meetsTarget) ? "all met" : "not all met"))")
 }
 
