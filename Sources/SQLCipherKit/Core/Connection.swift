@@ -126,9 +126,20 @@ public final class Connection {
 
     /// Opens a new handle with `encryption`, replacing the current (closed) one.
     func open(encryption: Encryption) throws {
+        var createdFile = false
         if options.mode == .readWriteCreate && !options.isURI {
-            FileCreation.createPrivateFileIfMissing(atPath: path)
+            createdFile = FileCreation.createPrivateFileIfMissing(atPath: path)
         }
+        do {
+            try openHandle(encryption: encryption)
+        } catch {
+            // A failed open leaves nothing behind: not even the empty file it created.
+            if createdFile { FileCreation.removeIfEmpty(atPath: path) }
+            throw error
+        }
+    }
+
+    private func openHandle(encryption: Encryption) throws {
         var flags = options.mode.flags | SQLITE_OPEN_NOMUTEX
         if options.isURI { flags |= SQLITE_OPEN_URI }
         var sqliteConnection: OpaquePointer?

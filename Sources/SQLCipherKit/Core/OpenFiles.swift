@@ -44,12 +44,21 @@ enum OpenFiles {
 /// Creates files with mode 0600 before SQLite opens them (SQLite would use 0644, and gives the database's mode to its
 /// `-wal`, `-shm` and `-journal` files).
 enum FileCreation {
-    static func createPrivateFileIfMissing(atPath path: String) {
-        guard !path.isEmpty, path != ":memory:" else { return }
+    /// - Returns: `true` when the file was created now (so a failed open can remove it again).
+    @discardableResult
+    static func createPrivateFileIfMissing(atPath path: String) -> Bool {
+        guard !path.isEmpty, path != ":memory:" else { return false }
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         // EEXIST (the usual case) or a missing folder: SQLite then reports the failure itself if it matters.
-        if descriptor >= 0 {
-            closeFileDescriptor(descriptor)
+        guard descriptor >= 0 else { return false }
+        closeFileDescriptor(descriptor)
+        return true
+    }
+
+    /// Removes a file created by ``createPrivateFileIfMissing(atPath:)`` if it is still empty.
+    static func removeIfEmpty(atPath path: String) {
+        if regularFileSize(atPath: path) == 0 {
+            unlink(path)
         }
     }
 }
