@@ -283,8 +283,7 @@ extension Connection {
                     message: "the backup did not verify: " + failures.prefix(3).joined(separator: "; "))
             }
         }
-        if encryption.key != nil && (encryption.settings.plaintextHeaderSize ?? 0) == 0
-            && readFilePrefix(atPath: path, count: 16) == sqliteHeaderMagic {
+        if encryption.requiresEncryptedHeader && hasPlaintextSQLiteHeader(atPath: path) {
             throw DatabaseError(
                 kind: .verificationFailed, code: DatabaseError.SQLITE_CORRUPT,
                 message: "the backup's header is plaintext although it should be encrypted")

@@ -195,8 +195,7 @@ extension Connection {
             let copy = try Connection(path: temporaryPath, encryption: encryption)
             try copy.quickCheck()
             copy.close()
-            if isEncrypted && (cipherSettings.plaintextHeaderSize ?? 0) == 0
-                && readFilePrefix(atPath: temporaryPath, count: 16) == sqliteHeaderMagic {
+            if encryption.requiresEncryptedHeader && hasPlaintextSQLiteHeader(atPath: temporaryPath) {
                 throw DatabaseError(
                     kind: .verificationFailed, code: DatabaseError.SQLITE_CORRUPT,
                     message: "VACUUM INTO wrote a plaintext file from an encrypted database; it was removed")

@@ -216,10 +216,8 @@ extension Connection {
                 throw fail("WAL mode could not be set")
             }
         }
-        if encryption.key != nil && (encryption.settings.plaintextHeaderSize ?? 0) == 0 {
-            guard readFilePrefix(atPath: path, count: 16) != sqliteHeaderMagic else {
-                throw fail("its header is plaintext although it should be encrypted")
-            }
+        if encryption.requiresEncryptedHeader && hasPlaintextSQLiteHeader(atPath: path) {
+            throw fail("its header is plaintext although it should be encrypted")
         }
     }
 }

@@ -8,6 +8,19 @@ import Darwin
 /// The first 16 bytes of every plaintext SQLite database.
 let sqliteHeaderMagic: [UInt8] = Array("SQLite format 3".utf8) + [0]
 
+/// Whether a file starts with the plaintext SQLite magic (a plaintext database, or one with a plaintext header).
+func hasPlaintextSQLiteHeader(atPath path: String) -> Bool {
+    readFilePrefix(atPath: path, count: sqliteHeaderMagic.count) == sqliteHeaderMagic
+}
+
+extension Encryption {
+    /// Whether a file written with this encryption must not start with the plaintext SQLite magic: it has a key
+    /// and no plaintext header. The copies the library writes (export, backup, VACUUM INTO) are checked against it.
+    var requiresEncryptedHeader: Bool {
+        key != nil && (settings.plaintextHeaderSize ?? 0) == 0
+    }
+}
+
 extension Connection {
     /// Runs right after `sqlite3_open_v2`: key, cipher settings, verification of an existing file, `temp_store`.
     func setUp(encryption: Encryption) throws {
@@ -155,7 +168,7 @@ extension Connection {
             _ = try scalar("SELECT count(*) FROM sqlite_master", as: Int.self)
         } catch let error as DatabaseError
             where error.resultCode == DatabaseError.SQLITE_NOTADB || error.resultCode == DatabaseError.SQLITE_CORRUPT
-                || (encryption.key == nil && readFilePrefix(atPath: filePath, count: 16) == sqliteHeaderMagic) {
+                || (encryption.key == nil && hasPlaintextSQLiteHeader(atPath: filePath)) {
             // Without a key, an encrypted page 1 behind a plaintext header reads as corrupt or as an "unsupported
             // file format" rather than as "not a database".
             throw classifyUnreadableFile(size: size, encryption: encryption, underlying: error)
@@ -168,8 +181,7 @@ extension Connection {
     }
 
     private func classifyUnreadableFile(size: Int, encryption: Encryption, underlying: DatabaseError) -> DatabaseError {
-        let header = readFilePrefix(atPath: filePath, count: 16)
-        let hasPlaintextMagic = header == sqliteHeaderMagic
+        let hasPlaintextMagic = hasPlaintextSQLiteHeader(atPath: filePath)
         let code = underlying.extendedResultCode
         // The magic alone does not make a plaintext database: a plaintext-header database has it too.
         let isPlaintextDatabase = hasPlaintextMagic && Self.opensAsPlaintext(filePath)

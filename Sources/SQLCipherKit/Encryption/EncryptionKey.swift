@@ -191,16 +191,8 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
             out[0] = UInt8(ascii: "x")
             out[1] = UInt8(ascii: "'")
             var position = 2
-            for byte in key {
-                out[position] = hexDigits[Int(byte >> 4)]
-                out[position + 1] = hexDigits[Int(byte & 0x0F)]
-                position += 2
-            }
-            for byte in salt ?? [] {
-                out[position] = hexDigits[Int(byte >> 4)]
-                out[position + 1] = hexDigits[Int(byte & 0x0F)]
-                position += 2
-            }
+            writeHex(key, into: out, at: &position)
+            writeHex(salt ?? [], into: out, at: &position)
             out[position] = UInt8(ascii: "'")
         }
     }
@@ -215,16 +207,23 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
                 out[position] = byte
                 position += 1
             }
-            for byte in salt {
-                out[position] = hexDigits[Int(byte >> 4)]
-                out[position + 1] = hexDigits[Int(byte & 0x0F)]
-                position += 2
-            }
+            writeHex(salt, into: out, at: &position)
             out[position] = UInt8(ascii: "'")
         }
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// Writes `bytes` as lower-case hex into a secret buffer, advancing `position`.
+    private static func writeHex(
+        _ bytes: some Sequence<UInt8>, into out: UnsafeMutableRawBufferPointer, at position: inout Int
+    ) {
+        for byte in bytes {
+            out[position] = hexDigits[Int(byte >> 4)]
+            out[position + 1] = hexDigits[Int(byte & 0x0F)]
+            position += 2
+        }
+    }
 
     /// Parses `x'<64 or 96 hex>'`; the text never appears in an error.
     static func parseRawText(_ text: UnsafeRawBufferPointer) throws -> EncryptionKey {

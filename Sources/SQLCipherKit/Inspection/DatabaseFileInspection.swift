@@ -173,7 +173,7 @@ public struct DatabaseFileInspection: Sendable, Hashable {
         guard OpenFiles.fileID(path: path) != nil else { return .missing }  // stat(2) failed
         guard let size = regularFileSize(atPath: path) else { return .notARegularFile }
         if size == 0 { return .empty }
-        guard readFilePrefix(atPath: path, count: 16) == sqliteHeaderMagic else { return .encrypted }
+        guard hasPlaintextSQLiteHeader(atPath: path) else { return .encrypted }
         let opens = (try? withConnection(path: path, encryption: .none) { _ in true }) ?? false
         return opens ? .plaintext : .plaintextHeader
     }
