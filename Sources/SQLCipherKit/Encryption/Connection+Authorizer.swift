@@ -59,14 +59,16 @@ final class AuthorizerBox {
 extension Connection {
     /// Installs an authorizer, asked about every action of every statement compiled from now on. `nil` removes it.
     ///
-    /// SQLCipherKit's own guard runs first and cannot be overridden: `PRAGMA key`/`rekey` and `temp_store` other
-    /// than MEMORY stay refused whatever the authorizer answers.
+    /// SQLCipherKit's own guard runs first and cannot be overridden: key and cipher PRAGMAs (other than the reads it
+    /// allows), `temp_store` other than MEMORY and a plaintext ATTACH on an encrypted connection stay refused
+    /// whatever the authorizer answers (see Docs/Security.md).
     ///
     /// See [sqlite3_set_authorizer](https://www.sqlite.org/c3ref/set_authorizer.html).
     public func setAuthorizer(_ authorizer: ((AuthorizerRequest) -> AuthorizerDecision)?) throws {
         let box = authorizer.map(AuthorizerBox.init)
         try register("authorizer") { connection in
-            EncryptionGuard.install(on: try connection.checkedConnection(), userAuthorizer: box)
+            _ = try connection.checkedConnection()
+            connection.handle.guardState.userAuthorizer = box
         }
         // Statements compiled under the previous authorizer must be compiled again.
         statementCache.removeAll()

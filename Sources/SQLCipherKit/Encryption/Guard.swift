@@ -1,46 +1,318 @@
 import CSQLCipher
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
-/// An authorizer installed on every connection that refuses the SQL that would defeat the encryption:
-/// - `PRAGMA key`, `rekey`, `hexkey`, `hexrekey`, `textkey`, `textrekey`: keys never travel in SQL text, and keying a
-///   handle that has done I/O corrupts the file (SQLCIPHER-FACTS §0.3); use ``Connection/rekey(to:)``;
-/// - `PRAGMA temp_store` set to anything but MEMORY: FILE writes plaintext temporary files (SQLCIPHER-FACTS §9).
+/// The authorizer installed on every connection. It refuses the SQL that would defeat the encryption, and it decides
+/// before any authorizer of the caller's (which cannot override it):
 ///
-/// Such a statement fails to prepare with `SQLITE_AUTH`.
+/// - every PRAGMA of the cipher and key families (`cipher*`, `sqlcipher*`, `*kdf*`, `*hmac*`, `rekey*`, `*key`)
+///   except a read, without a value, of one of ``readablePragmas``. Keys never travel in SQL, and a cipher setting
+///   changed on an open database makes the next write go out in another layout: the file then opens with no
+///   setting at all. The engine-wide ones (`cipher_default_*`, `cipher_log*`, `cipher_memory_security`) change every
+///   connection of the process, and `cipher_migrate`, `cipher_add_random`, `cipher_profile` are actions;
+/// - `page_size` with a value on an encrypted schema: SQLCipher takes it as the cipher page size;
+/// - `temp_store` with any value but exactly `MEMORY` or `2`: FILE writes plaintext temporary files, and SQLite reads
+///   an unknown value (`'memory '`, `' 2'`) as DEFAULT.
+///
+/// Such a statement fails to prepare with `SQLITE_AUTH` and a message that names the PRAGMA and what to use instead.
+/// The library's own statements (cipher settings of an attached database, the checks below) run with
+/// ``GuardState/isRunningLibraryStatement`` set, which nothing outside the library can set.
+///
+/// An ATTACH cannot be judged when it compiles (the authorizer sees the file name, not the key), so a statement that
+/// attaches is checked when it has run: see ``checkNewAttachments(handle:before:)``.
 enum EncryptionGuard {
-    static let refusedPragmas: Set<String> = ["key", "rekey", "hexkey", "hexrekey", "textkey", "textrekey"]
+    /// The PRAGMAs that carry a key.
+    static let keyPragmas: Set<String> = ["key", "rekey", "hexkey", "hexrekey", "textkey", "textrekey"]
 
-    /// Installs the guard, followed by the caller's authorizer when there is one (the guard always decides first).
-    static func install(on sqliteConnection: OpaquePointer, userAuthorizer: AuthorizerBox? = nil) {
-        sqlite3_set_authorizer(
-            sqliteConnection, authorize, userAuthorizer.map { Unmanaged.passUnretained($0).toOpaque() })
+    /// The cipher PRAGMAs SQL may read (without a value). Each is a pure read on SQLCipher 3.4.1 and 4.x; the ones
+    /// SQLCipher 3.4.1 does not know return no row there.
+    static let readablePragmas: Set<String> = [
+        "cipher_version", "cipher_provider", "cipher_provider_version", "cipher_fips_status", "cipher_status",
+        "cipher_page_size", "kdf_iter", "cipher_use_hmac", "cipher_kdf_algorithm", "cipher_hmac_algorithm",
+        "fast_kdf_iter", "cipher_hmac_pgno", "cipher_hmac_salt_mask",
+        "cipher_plaintext_header_size", "cipher_salt", "cipher_settings", "cipher_integrity_check",
+    ]
+
+    /// Whether a PRAGMA name belongs to the cipher or key families (refused unless it is a listed read).
+    static func isCipherPragma(_ name: String) -> Bool {
+        name.hasPrefix("cipher") || name.hasPrefix("sqlcipher") || name.hasPrefix("rekey") || name.hasSuffix("key")
+            || name.contains("kdf") || name.contains("hmac")
     }
 
-    /// Explains an `SQLITE_AUTH` failure caused by this guard.
-    static let refusalHint = "SQLCipherKit refuses PRAGMA key/rekey in SQL (use Connection.rekey(to:)) and"
-        + " temp_store other than MEMORY (it writes plaintext temporary files)"
+    /// Installs the guard on a new handle.
+    static func install(on handle: ConnectionHandle, encryption: Encryption, options: OpenOptions) {
+        guard let sqliteConnection = handle.sqliteConnection else { return }
+        let state = handle.guardState
+        state.isKeyed = encryption.key != nil
+        state.allowsPlaintextAttachments = options.allowsPlaintextAttachments
+        state.keyedSchemas = state.isKeyed ? ["main"] : []
+        sqlite3_set_authorizer(sqliteConnection, authorize, Unmanaged.passUnretained(state).toOpaque())
+    }
+
+    // MARK: - Deciding
+
+    /// Why the guard refuses a PRAGMA, or `nil` to let it through.
+    static func refusal(pragma rawName: String, value: String?, schema: String?, state: GuardState) -> GuardRefusal? {
+        let name = rawName.lowercased()
+        let trimmedName = name.trimmingWhitespace()
+        let shown = displayed(schema.map { "\($0)." } ?? "", trimmedName)
+        if name == "temp_store" {
+            guard let value, !["memory", "2"].contains(value.lowercased()) else { return nil }
+            return GuardRefusal(
+                "PRAGMA \(shown) with a value other than MEMORY or 2 is refused: temp_store stays MEMORY, because FILE"
+                    + " writes plaintext temporary files (and SQLite reads an unknown value as DEFAULT)")
+        }
+        if name == "page_size", value != nil, state.keyedSchemas.contains((schema ?? "main").lowercased()) {
+            return GuardRefusal(
+                "PRAGMA \(shown) = … is refused on an encrypted database: SQLCipher takes it as the cipher page size,"
+                    + " which makes the file unreadable; give CipherSettings(pageSize:) when the database is created")
+        }
+        guard isCipherPragma(name) || isCipherPragma(trimmedName) else { return nil }
+        if keyPragmas.contains(trimmedName) {
+            return GuardRefusal(
+                "PRAGMA \(shown) is refused: keys never travel in SQL. Open with a key (Connection(path:key:), the"
+                    + " CLI's --key-file/--key-env), change it with Connection.rekey(to:) or KeyRotation (CLI:"
+                    + " sqlcipherkit rotate)", hidesSQL: true)
+        }
+        if value == nil && readablePragmas.contains(name) {
+            return nil
+        }
+        if value == nil {
+            return GuardRefusal(
+                "PRAGMA \(shown) is refused: SQL may read only these cipher PRAGMAs: "
+                    + readablePragmas.sorted().joined(separator: ", ")
+                    + ". The others are actions (cipher_migrate: use exportEncrypted(to:key:settings:) or the CLI's"
+                    + " migrate) or engine-wide state")
+        }
+        return GuardRefusal(
+            "PRAGMA \(shown) = … is refused: SQL may not change cipher or key settings (changed on an open database,"
+                + " they make the file unreadable; the engine-wide ones change every connection of the process)."
+                + " Give them as CipherSettings when opening (CLI: --cipher-compatibility, --plaintext-header-size);"
+                + " to change them, re-encrypt with exportEncrypted(to:key:settings:) or KeyRotation (CLI:"
+                + " sqlcipherkit rotate, migrate)", hidesSQL: true)
+    }
+
+    /// A name as shown in a message: only when it looks like an identifier (so nothing typed by mistake, such as a
+    /// key, is echoed).
+    private static func displayed(_ prefix: String, _ name: String) -> String {
+        let text = prefix + name
+        let isIdentifier = text.count <= 80 && text.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == 0x5F || byte == 0x2E
+        }
+        return isIdentifier ? text : "<a cipher PRAGMA>"
+    }
 
     private static let authorize: @convention(c) (
         UnsafeMutableRawPointer?, CInt, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
         UnsafePointer<CChar>?
     ) -> CInt = { context, action, argument1, argument2, argument3, argument4 in
-        if action == SQLITE_PRAGMA, let pragmaName = argument1 {
-            let name = String(cString: pragmaName).lowercased()
-            if refusedPragmas.contains(name) {
-                return SQLITE_DENY
-            }
-            if name == "temp_store", let pragmaValue = argument2 {
-                let value = String(cString: pragmaValue).lowercased().trimmingWhitespace()
-                if !(value == "memory" || value == "2" || value == "'memory'" || value == "\"memory\"") {
-                    return SQLITE_DENY
-                }
-            }
-        }
         guard let context else { return SQLITE_OK }
-        let box = Unmanaged<AuthorizerBox>.fromOpaque(context).takeUnretainedValue()
+        let state = Unmanaged<GuardState>.fromOpaque(context).takeUnretainedValue()
+        if state.isRunningLibraryStatement {
+            return SQLITE_OK
+        }
+        if action == SQLITE_PRAGMA, let argument1,
+           let refusal = refusal(
+            pragma: String(cString: argument1), value: argument2.map { String(cString: $0) },
+            schema: argument3.map { String(cString: $0) }, state: state) {
+            state.lastRefusal = refusal
+            return SQLITE_DENY
+        }
+        if action == SQLITE_ATTACH {
+            state.attachCompileCount &+= 1
+        }
+        if !state.blockedSchemas.isEmpty, let argument3,
+           state.blockedSchemas.contains(String(cString: argument3).lowercased()) {
+            state.lastRefusal = GuardRefusal("the plaintext attachment could not be detached; it stays unusable")
+            return SQLITE_DENY
+        }
+        guard let box = state.userAuthorizer else { return SQLITE_OK }
         let request = AuthorizerRequest(
             actionCode: action, argument1: argument1.map { String(cString: $0) },
             argument2: argument2.map { String(cString: $0) }, databaseName: argument3.map { String(cString: $0) },
             triggerOrView: argument4.map { String(cString: $0) })
         return box.authorize(request).code
+    }
+
+    // MARK: - Errors
+
+    /// The error for a failed prepare or step: an `SQLITE_AUTH` the guard caused names the refused PRAGMA, and
+    /// leaves out SQL that may hold a key.
+    static func error(code: CInt, connection: OpaquePointer?, sql: String?, state: GuardState) -> DatabaseError {
+        let error = DatabaseError.sqlite(code: code, connection: connection, sql: sql)
+        guard code & 0xFF == SQLITE_AUTH, let refusal = state.lastRefusal else { return error }
+        state.lastRefusal = nil
+        return DatabaseError(
+            kind: error.kind, code: error.extendedResultCode, message: "\(error.message): \(refusal.message)",
+            sql: refusal.hidesSQL ? nil : sql)
+    }
+
+    // MARK: - ATTACH
+
+    /// Steps a statement that attaches a database, then checks what it attached (see
+    /// ``checkNewAttachments(handle:before:)``) before anything else can use it.
+    static func step(attachingStatement statement: OpaquePointer, handle: ConnectionHandle) throws -> CInt {
+        let before = sqlite3_stmt_busy(statement) == 0 ? attachedSchemas(handle) : nil
+        let code = sqlite3_step(statement)
+        if code == SQLITE_DONE, let before {
+            try checkNewAttachments(handle: handle, before: before)
+        }
+        return code
+    }
+
+    /// Checks the schemas an ATTACH added:
+    /// - a new (empty) file is made private (0600; SQLite gives its journal and WAL the same mode);
+    /// - on a keyed connection, a schema without a codec (no KEY on SQLCipher 3 before the main key was used,
+    ///   `KEY ''`, an empty blob or bound value) is detached at once, the empty file it created removed, and the
+    ///   statement fails: the next statement could write plaintext into it. Unless plaintext attachments are
+    ///   allowed (``OpenOptions/allowsPlaintextAttachments``, or the library's own plaintext export).
+    static func checkNewAttachments(handle: ConnectionHandle, before: [(name: String, file: String)]) throws {
+        let state = handle.guardState
+        let known = Set(before.map { $0.name.lowercased() })
+        for schema in attachedSchemas(handle) where !known.contains(schema.name.lowercased()) {
+            // A memory or temporary database ("" as its file) never reaches the disk.
+            guard !schema.file.isEmpty else { continue }
+            let isNewFile = regularFileSize(atPath: schema.file) == 0
+            if isNewFile {
+                _ = chmod(schema.file, 0o600)
+            }
+            if hasCodec(schema: schema.name, handle: handle) {
+                state.keyedSchemas.insert(schema.name.lowercased())
+                continue
+            }
+            state.keyedSchemas.remove(schema.name.lowercased())
+            guard state.isKeyed, !state.allowsPlaintextAttachments, !state.isAllowingLibraryPlaintextAttachment else {
+                continue
+            }
+            let detached = runLibraryStatement("DETACH DATABASE \(Connection.quoteIdentifier(schema.name))", handle)
+            if detached {
+                if isNewFile && regularFileSize(atPath: schema.file) == 0 {
+                    _ = unlink(schema.file)
+                }
+            } else {
+                state.blockedSchemas.insert(schema.name.lowercased())
+            }
+            throw DatabaseError(
+                kind: .sqlite, code: DatabaseError.SQLITE_AUTH,
+                message: "not authorized: ATTACH of \(displayed("", schema.name)) without a key is refused on an"
+                    + " encrypted connection: the file would be written in plaintext. Give a key (ATTACH … KEY ?,"
+                    + " Connection.attach(_:as:encryption:)), or allow plaintext attachments explicitly"
+                    + " (OpenOptions.allowsPlaintextAttachments; CLI: exec --allow-plaintext)"
+                    + (detached ? "" : "; it could not be detached and stays unusable"))
+        }
+    }
+
+    /// The attached schemas, in order (`PRAGMA database_list`).
+    static func attachedSchemas(_ handle: ConnectionHandle) -> [(name: String, file: String)] {
+        var schemas: [(name: String, file: String)] = []
+        withLibraryStatement("PRAGMA database_list", handle) { statement in
+            while sqlite3_step(statement) == SQLITE_ROW {
+                let name = sqlite3_column_text(statement, 1).map { String(cString: $0) } ?? ""
+                let file = sqlite3_column_text(statement, 2).map { String(cString: $0) } ?? ""
+                schemas.append((name, file))
+            }
+        }
+        return schemas
+    }
+
+    /// Whether a schema has a codec: `cipher_page_size` returns a row only then, on both engines.
+    static func hasCodec(schema: String, handle: ConnectionHandle) -> Bool {
+        var hasRow = false
+        withLibraryStatement("PRAGMA \(Connection.quoteIdentifier(schema)).cipher_page_size", handle) { statement in
+            hasRow = sqlite3_step(statement) == SQLITE_ROW
+        }
+        return hasRow
+    }
+
+    private static func runLibraryStatement(_ sql: String, _ handle: ConnectionHandle) -> Bool {
+        var code = SQLITE_ERROR
+        let prepared = withLibraryStatement(sql, handle) { statement in
+            code = sqlite3_step(statement)
+        }
+        return prepared && code == SQLITE_DONE
+    }
+
+    /// Compiles and hands over one of the library's own statements, with the guard and the caller's authorizer off.
+    @discardableResult
+    private static func withLibraryStatement(
+        _ sql: String, _ handle: ConnectionHandle, _ body: (OpaquePointer) -> Void
+    ) -> Bool {
+        guard let sqliteConnection = handle.sqliteConnection else { return false }
+        let state = handle.guardState
+        let wasRunning = state.isRunningLibraryStatement
+        state.isRunningLibraryStatement = true
+        defer { state.isRunningLibraryStatement = wasRunning }
+        var statement: OpaquePointer?
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_prepare_v2(sqliteConnection, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            return false
+        }
+        body(statement)
+        return true
+    }
+}
+
+/// Why the guard refused a statement.
+struct GuardRefusal {
+    let message: String
+    /// The SQL may hold a key (or a value typed where a key belongs): the error leaves it out.
+    let hidesSQL: Bool
+
+    init(_ message: String, hidesSQL: Bool = false) {
+        self.message = message
+        self.hidesSQL = hidesSQL
+    }
+}
+
+/// The guard's state for one handle, passed to the authorizer as its context. It lives as long as the handle.
+final class GuardState {
+    /// The caller's authorizer, asked after the guard.
+    var userAuthorizer: AuthorizerBox?
+    /// Set only by the library around its own statements (cipher settings of an attached schema, the checks after
+    /// an ATTACH): the guard and the caller's authorizer let them through.
+    var isRunningLibraryStatement = false
+    /// Set only by the library around its own plaintext ATTACH (`Connection.attach(_:as:encryption: .none)` and the
+    /// plaintext export).
+    var isAllowingLibraryPlaintextAttachment = false
+    /// The main database has a key.
+    var isKeyed = false
+    /// ``OpenOptions/allowsPlaintextAttachments``.
+    var allowsPlaintextAttachments = false
+    /// The schemas (lowercased) known to have a codec.
+    var keyedSchemas: Set<String> = []
+    /// Plaintext attachments that could not be detached: every action on them is refused.
+    var blockedSchemas: Set<String> = []
+    /// Counts ATTACH actions compiled, so a statement knows whether it attaches.
+    var attachCompileCount = 0
+    /// The guard's last refusal, turned into the error's message.
+    var lastRefusal: GuardRefusal?
+}
+
+extension Connection {
+    /// Runs `body` with the guard letting the library's own statements through. Only library code calls it.
+    func withLibraryStatements<T>(_ body: () throws -> T) rethrows -> T {
+        let state = handle.guardState
+        let wasRunning = state.isRunningLibraryStatement
+        state.isRunningLibraryStatement = true
+        defer { state.isRunningLibraryStatement = wasRunning }
+        return try body()
+    }
+
+    /// Runs `body` with a plaintext ATTACH allowed (the library's explicit `.none` paths).
+    func withPlaintextAttachmentAllowed<T>(_ body: () throws -> T) rethrows -> T {
+        let state = handle.guardState
+        let wasAllowed = state.isAllowingLibraryPlaintextAttachment
+        state.isAllowingLibraryPlaintextAttachment = true
+        defer { state.isAllowingLibraryPlaintextAttachment = wasAllowed }
+        return try body()
+    }
+
+    /// Turns SQLCipher 4's engine log off for the whole process (the CLI reports errors itself).
+    package func silenceEngineLog() throws {
+        try withLibraryStatements { try execute("PRAGMA cipher_log_level = NONE") }
     }
 }
