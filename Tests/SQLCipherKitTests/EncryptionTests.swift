@@ -125,7 +125,7 @@ struct EncryptionTests {
         }
     }
 
-    @Test("garbage and truncated files are not databases")
+    @Test("garbage is not a database; a truncated file with the right key is damaged, not a wrong key")
     func garbageAndTruncated() throws {
         try withTemporaryDirectory { dir in
             let garbage = dir.path("garbage.db")
@@ -144,8 +144,19 @@ struct EncryptionTests {
             let truncated = dir.path("truncated.db")
             try Self.makeDatabase(truncated)
             let bytes = try fileBytes(truncated)
-            try Data(bytes.prefix(1500)).write(to: URL(fileURLWithPath: truncated))
-            expectError(.notADatabase) { try Connection(path: truncated, key: TestKeys.raw) }
+            let pageSize = SQLCipher.supports(.version4Format) ? 4096 : 1024
+            try Data(bytes.prefix(pageSize + 476)).write(to: URL(fileURLWithPath: truncated))
+            let truncatedBefore = try snapshot(truncated)
+            let truncatedError = expectError(.damaged) { try Connection(path: truncated, key: TestKeys.raw) }
+            #expect(truncatedError?.message.contains("truncated") == true)
+            #expect(try snapshot(truncated) == truncatedBefore)
+
+            // Two stray bytes after the last page: the data reads, the file is still not what it should be.
+            let appended = dir.path("appended.db")
+            try Self.makeDatabase(appended)
+            try Data(try fileBytes(appended) + [0x0a, 0x0a]).write(to: URL(fileURLWithPath: appended))
+            let appendedError = expectError(.damaged) { try Connection(path: appended, key: TestKeys.raw) }
+            #expect(appendedError?.message.contains("2 bytes of a partial page") == true)
         }
     }
 

@@ -47,6 +47,29 @@ struct PlaintextHeaderTests {
         }
     }
 
+    @Test("a page-size field changed in the plaintext header is a typed error, not an engine crash",
+          arguments: [0x02, 0x04, 0x08, 0x20])
+    func tamperedPageSize(highByte: UInt8) throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("header.db")
+            let key = try TestKeys.raw.withSalt(Self.salt)
+            let settings = CipherSettings.plaintextHeader(size: 32)
+            do {
+                let db = try Connection(path: path, key: key, settings: settings)
+                try Self.fill(db)
+                db.close()
+            }
+            var bytes = try fileBytes(path)
+            bytes[16] = highByte
+            bytes[17] = 0
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            let before = try snapshot(path)
+            let error = expectError(.damaged) { try Connection(path: path, key: key, settings: settings) }
+            #expect(error?.message.contains("page size") == true)
+            #expect(try snapshot(path) == before)
+        }
+    }
+
     @Test("with a passphrase the generated salt is returned and required at every open")
     func passphraseSalt() throws {
         try withTemporaryDirectory { dir in

@@ -11,11 +11,15 @@ public struct BackupProgress: Sendable, Hashable, CustomStringConvertible {
     public let pagesCopied: Int
     /// The number of pages in the source (it can change while the source is written to).
     public let pageCount: Int
+    /// How many times the copy started again from the first page because another connection changed the source
+    /// (only in rollback-journal mode; a WAL database is copied from one snapshot and never restarts).
+    public let restartCount: Int
 
     /// Creates a progress value.
-    public init(pagesCopied: Int, pageCount: Int) {
+    public init(pagesCopied: Int, pageCount: Int, restartCount: Int = 0) {
         self.pagesCopied = pagesCopied
         self.pageCount = pageCount
+        self.restartCount = restartCount
     }
 
     /// The completed fraction, from 0 to 1.
@@ -23,8 +27,10 @@ public struct BackupProgress: Sendable, Hashable, CustomStringConvertible {
         pageCount == 0 ? 1 : Double(pagesCopied) / Double(pageCount)
     }
 
-    /// `pagesCopied/pageCount`.
-    public var description: String { "\(pagesCopied)/\(pageCount) pages" }
+    /// `pagesCopied/pageCount`, and the restarts when there were any.
+    public var description: String {
+        "\(pagesCopied)/\(pageCount) pages" + (restartCount > 0 ? " (restarted \(restartCount)×: the source changed)" : "")
+    }
 }
 
 extension Connection {
@@ -39,7 +45,7 @@ extension Connection {
     ///
     /// SQLCipher's backup copies decrypted pages and re-encrypts them with the destination's key, which may differ
     /// from the source's. It silently writes a corrupt or plaintext copy, or crashes, when the two sides' page layout
-    /// differs (SQLCIPHER-FACTS §5), so before the copy starts this method checks that:
+    /// differs (Docs/EngineNotes.md#backup-api), so before the copy starts this method checks that:
     /// - the destination is keyed when the source is (a plaintext copy of an encrypted database is made only by
     ///   ``exportDecryptedPlaintextCopy(to:)``), and plaintext when the source is;
     /// - page size, HMAC use and algorithm, and plaintext header size are equal on both sides.
@@ -49,8 +55,16 @@ extension Connection {
     /// plaintext), flushed to disk, and renamed over the destination: a crash or a failure never leaves a partial
     /// file under the final name, and an existing backup is replaced only by a verified one.
     ///
-    /// When another connection writes to the source during the copy, SQLite restarts the copy, so the result is a
-    /// consistent snapshot. Writes through this same connection are copied as they happen.
+    /// The copy is one consistent snapshot, and it finishes under constant writes from other connections: a WAL
+    /// database is copied inside one read transaction (writers go on; their changes are not in the copy); in
+    /// rollback-journal mode, where a reader would block writers, the copy goes step by step and, when another
+    /// connection changes the source, starts again — after ``maximumBackupRestarts`` restarts it copies the rest in
+    /// one step under a shared lock (writers wait for it, within their busy timeout). ``BackupProgress/restartCount``
+    /// says when that happened.
+    ///
+    /// The destination is written through the library's one replacement path: a symlink is followed, a destination
+    /// that is the source itself is refused, an existing backup keeps its owner, group and mode, and a temporary file
+    /// left by a killed run is removed by the next.
     ///
     /// - Parameters:
     ///   - destination: The backup file; replaced if it exists.
@@ -59,36 +73,40 @@ extension Connection {
     ///   - pagesPerStep: Pages copied per step; between steps other connections may write. At least 1.
     ///   - progress: Called after every step; throw from it to cancel (the error is rethrown, nothing is left).
     /// - Throws: ``DatabaseError/invalidArgument`` for mismatched settings or a plaintext/encrypted mix;
-    ///   ``DatabaseError/fileSystem`` for a missing or read-only folder; ``DatabaseError/verificationFailed``;
-    ///   SQLite errors such as `SQLITE_FULL`.
+    ///   ``DatabaseError/fileSystem`` for a missing or read-only folder, or a destination that is the source;
+    ///   ``DatabaseError/verificationFailed``; SQLite errors such as `SQLITE_FULL`.
     public func backup(
         toPath destination: String, encryption target: Encryption, pagesPerStep: Int = 256,
         progress: ((BackupProgress) throws -> Void)? = nil
     ) throws {
         _ = try checkedConnection()
-        let folder = parentFolder(of: destination)
-        guard isWritableFolder(folder) else {
-            throw DatabaseError(
-                kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN,
-                message: "the backup folder \(folder) does not exist or is not writable; nothing was written")
-        }
-        let temporaryPath = destination + ".sqlcipherkit-tmp-" + randomSuffix()
+        let replacement = try AtomicReplacement(
+            destination: destination, source: filePath, policy: .replaceExisting, operation: "backup")
         do {
-            do {
-                let copy = try Connection(path: temporaryPath, encryption: target)
-                defer { copy.close() }
-                try copyPages(to: copy, pagesPerStep: pagesPerStep, progress: progress)
+            let pageCount = try backUp(
+                intoNewFile: replacement.temporaryPath, encryption: target, pagesPerStep: pagesPerStep,
+                progress: progress)
+            try replacement.commit { copyPath in
+                try Self.verifyCopy(at: copyPath, encryption: target, expected: nil, pageCount: pageCount)
             }
-            try Self.verifyBackup(at: temporaryPath, encryption: target)
-            try syncToDisk(atPath: temporaryPath)
-            try atomicRename(from: temporaryPath, to: destination)
         } catch {
-            removeDatabaseFiles(atPath: temporaryPath)
+            replacement.abandon()
             options.logger?.error("backup failed", metadata: ["path": "\(path)", "destination": "\(destination)",
                                                               "error": "\(error)"])
             throw error
         }
-        options.logger?.info("backed up", metadata: ["path": "\(path)", "destination": "\(destination)"])
+        options.logger?.info("backed up", metadata: ["path": "\(path)", "destination": "\(replacement.destination)"])
+    }
+
+    /// Copies the pages into a new (empty) file keyed with `target`; returns the copy's page count.
+    func backUp(
+        intoNewFile path: String, encryption target: Encryption, pagesPerStep: Int,
+        progress: ((BackupProgress) throws -> Void)?
+    ) throws -> Int {
+        let copy = try Connection(path: path, encryption: target, options: OpenOptions(mode: .readWrite))
+        defer { copy.close() }
+        try copyPages(to: copy, pagesPerStep: pagesPerStep, progress: progress)
+        return try copy.pageCount()
     }
 
     /// Backs the database up into a file with this connection's own key and settings; see
@@ -168,6 +186,18 @@ extension Connection {
         }
         destination.statementCache.removeAll()
 
+        // A WAL source is read from one snapshot: a read transaction held across every step, so the copy never
+        // restarts however much other connections write (and does not block them).
+        let isWAL = try pragmaText("journal_mode")?.caseInsensitiveEquals("wal") == true
+        let holdsSnapshot = isWAL && !isInsideTransaction
+        if holdsSnapshot {
+            try execute("BEGIN DEFERRED")
+            _ = try scalar("SELECT count(*) FROM sqlite_master", as: Int.self)
+        }
+        defer {
+            if holdsSnapshot { try? execute("COMMIT") }
+        }
+
         guard let backup = sqlite3_backup_init(destinationConnection, "main", sourceConnection, "main") else {
             throw DatabaseError.sqlite(code: sqlite3_errcode(destinationConnection), connection: destinationConnection)
         }
@@ -177,14 +207,29 @@ extension Connection {
         }
         let busyLimit = options.busyTimeout ?? .zero
         var busySince: ContinuousClock.Instant?
+        var restartCount = 0
+        var lastCopied = 0
+        var pagesThisStep = CInt(clamping: pagesPerStep)
         while true {
-            let code = sqlite3_backup_step(backup, CInt(clamping: pagesPerStep))
+            let code = sqlite3_backup_step(backup, pagesThisStep)
             switch code {
             case SQLITE_OK, SQLITE_DONE:
                 busySince = nil
                 let pageCount = Int(sqlite3_backup_pagecount(backup))
                 let copied = pageCount - Int(sqlite3_backup_remaining(backup))
-                try progress?(BackupProgress(pagesCopied: copied, pageCount: pageCount))
+                if code == SQLITE_OK && copied <= lastCopied {
+                    // Another connection changed the source: the engine starts again from page 1. A step that
+                    // does not finish always copies `pagesThisStep` pages, so a count that did not grow is a
+                    // restart too (a write after every step lands on the same count each time). Bounded: past
+                    // the limit, the rest is copied in one step, under one shared lock.
+                    restartCount += 1
+                    options.logger?.notice("backup restarted: the source changed", metadata: [
+                        "path": "\(path)", "restarts": "\(restartCount)",
+                    ])
+                    if restartCount >= Self.maximumBackupRestarts { pagesThisStep = -1 }
+                }
+                lastCopied = copied
+                try progress?(BackupProgress(pagesCopied: copied, pageCount: pageCount, restartCount: restartCount))
                 if code == SQLITE_DONE {
                     finished = true
                     let finishCode = sqlite3_backup_finish(backup)
@@ -201,7 +246,7 @@ extension Connection {
                     finished = true
                     sqlite3_backup_finish(backup)
                     throw DatabaseError(
-                        kind: .sqlite, code: ResultCode(rawValue: code),
+                        kind: .busy, code: ResultCode(rawValue: code),
                         message: "the backup could not get a lock within the busy timeout (\(busyLimit))")
                 }
                 busySince = busySince ?? now
@@ -213,6 +258,10 @@ extension Connection {
             }
         }
     }
+
+    /// After this many restarts caused by other connections' writes (rollback-journal mode), a backup copies the
+    /// rest in one step under one shared lock, so it finishes.
+    public static let maximumBackupRestarts = 3
 
     /// The cipher layout of a connection's main database: what must be equal on both sides of a backup.
     struct CipherLayout: Equatable {
@@ -256,7 +305,7 @@ extension Connection {
         }
         // Between plaintext databases SQLite adapts the destination's page size itself.
         guard source.isEncrypted else { return }
-        // A page-size mismatch makes the engine write an unreadable file or crash (SQLCIPHER-FACTS §5).
+        // A page-size mismatch makes the engine write an unreadable file or crash (Docs/EngineNotes.md#backup-api).
         let differences = [
             ("page size", source.pageSize, target.pageSize),
             ("HMAC use", source.usesHMAC, target.usesHMAC),
@@ -268,25 +317,6 @@ extension Connection {
                 "the \(difference.0) differs (source \(difference.1 ?? "none"), destination \(difference.2 ?? "none"));"
                     + " give the destination the source's cipher settings, or use exportEncrypted(to:key:settings:)"
                     + " to change them")
-        }
-    }
-
-    static func verifyBackup(at path: String, encryption: Encryption) throws {
-        let copy = try Connection(path: path, encryption: encryption)
-        defer { copy.close() }
-        try copy.quickCheck()
-        if SQLCipher.supports(.cipherIntegrityCheck) && copy.isEncrypted {
-            let failures = try copy.all("PRAGMA cipher_integrity_check", as: String.self)
-            guard failures.isEmpty else {
-                throw DatabaseError(
-                    kind: .verificationFailed, code: DatabaseError.SQLITE_CORRUPT,
-                    message: "the backup did not verify: " + failures.prefix(3).joined(separator: "; "))
-            }
-        }
-        if encryption.requiresEncryptedHeader && hasPlaintextSQLiteHeader(atPath: path) {
-            throw DatabaseError(
-                kind: .verificationFailed, code: DatabaseError.SQLITE_CORRUPT,
-                message: "the backup's header is plaintext although it should be encrypted")
         }
     }
 }

@@ -186,24 +186,21 @@ extension Connection {
                 message: "VACUUM INTO needs SQLite 3.27 or later; the linked engine is SQLite \(SQLCipher.sqliteVersion)"
                     + " (SQLCipher \(SQLCipher.version)). Use backup(toPath:) or exportEncrypted(to:key:settings:)")
         }
-        try Self.checkDestination(destination)
-        let temporaryPath = destination + ".sqlcipherkit-tmp-" + randomSuffix()
-        // VACUUM INTO accepts an empty file: create it private first.
-        FileCreation.createPrivateFileIfMissing(atPath: temporaryPath)
+        let replacement = try AtomicReplacement(
+            destination: destination, source: filePath, policy: .createNew, operation: "VACUUM INTO")
         do {
-            try execute("VACUUM INTO ?", temporaryPath)
-            let copy = try Connection(path: temporaryPath, encryption: encryption)
-            try copy.quickCheck()
-            copy.close()
-            if encryption.requiresEncryptedHeader && hasPlaintextSQLiteHeader(atPath: temporaryPath) {
-                throw DatabaseError(
-                    kind: .verificationFailed, code: DatabaseError.SQLITE_CORRUPT,
-                    message: "VACUUM INTO wrote a plaintext file from an encrypted database; it was removed")
+            // VACUUM INTO cannot run inside a transaction: the summary is read just before it (no row counts, which
+            // other connections could change in between).
+            let source = try summary(countingRows: false)
+            try execute("VACUUM INTO ?", replacement.temporaryPath)
+            try replacement.commit { copyPath in
+                // VACUUM INTO writes a rollback-journal file whatever the source's mode.
+                var expected = source
+                expected.journalMode = "delete"
+                try Self.verifyCopy(at: copyPath, encryption: encryption, expected: expected)
             }
-            try syncToDisk(atPath: temporaryPath)
-            try atomicRename(from: temporaryPath, to: destination)
         } catch {
-            removeDatabaseFiles(atPath: temporaryPath)
+            replacement.abandon()
             throw error
         }
     }

@@ -163,6 +163,13 @@ extension DatabaseError.Kind {
     public static let fileSystem = Self("fileSystem")
     /// A migration failed with an error that is not a ``DatabaseError``; the message names the migration.
     public static let migrationFailed = Self("migrationFailed")
+    /// The key opens the database, but the file is damaged: truncated, a partial last page, or pages that do not
+    /// decrypt or authenticate. The message names what is wrong (and the page when it is known).
+    public static let damaged = Self("damaged")
+    /// The disk (or the file system's quota) is full: `SQLITE_FULL` or `ENOSPC`. Nothing half-written was kept.
+    public static let diskFull = Self("diskFull")
+    /// Another connection or process holds a lock on the database, and it was not released within the busy timeout.
+    public static let busy = Self("busy")
 }
 
 extension DatabaseError {
@@ -200,6 +207,12 @@ extension DatabaseError {
     public static let fileSystem = Kind.fileSystem
     /// Matches ``Kind/migrationFailed``.
     public static let migrationFailed = Kind.migrationFailed
+    /// Matches ``Kind/damaged``.
+    public static let damaged = Kind.damaged
+    /// Matches ``Kind/diskFull``.
+    public static let diskFull = Kind.diskFull
+    /// Matches ``Kind/busy``.
+    public static let busy = Kind.busy
 }
 
 // MARK: - Result codes

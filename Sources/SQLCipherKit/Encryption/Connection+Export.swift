@@ -44,13 +44,34 @@ extension Connection {
     }
 
     private func export(to destination: String, encryption target: Encryption) throws {
-        let sqliteConnection = try checkedConnection()
+        _ = try checkedConnection()
         guard !isInsideTransaction else {
             throw DatabaseError(
                 kind: .invalidState, code: DatabaseError.SQLITE_MISUSE,
                 message: "export cannot run inside a transaction; commit or roll back first")
         }
-        try Self.checkDestination(destination)
+        let replacement = try AtomicReplacement(
+            destination: destination, source: filePath, policy: .createNew, operation: "export")
+        do {
+            let source = try export(intoNewFile: replacement.temporaryPath, encryption: target)
+            try replacement.commit { copyPath in
+                try Self.verifyExport(at: copyPath, encryption: target, source: source)
+            }
+        } catch {
+            replacement.abandon()
+            options.logger?.error("export failed", metadata: ["path": "\(path)", "destination": "\(destination)",
+                                                              "error": "\(error)"])
+            throw error
+        }
+        options.logger?.info("exported", metadata: [
+            "path": "\(path)", "destination": "\(replacement.destination)", "encrypted": "\(target.key != nil)",
+        ])
+    }
+
+    /// Exports the database into a new (empty) file with `sqlcipher_export`, carrying `user_version` and
+    /// `application_id`; returns the source's summary, read in the same transaction as the copy.
+    func export(intoNewFile path: String, encryption target: Encryption) throws -> DatabaseSummary {
+        let sqliteConnection = try checkedConnection()
         if !SQLCipher.supports(.version4Format) {
             // SQLCipher 3.4.1's sqlcipher_export clears the trace callback but not its mask, and the next traced
             // statement calls a NULL function pointer (measured: SIGSEGV). Remove any trace first, and put the
@@ -58,45 +79,39 @@ extension Connection {
             sqlite3_trace_v2(sqliteConnection, 0, nil, nil)
         }
         defer { restoreTrace() }
-
-        let temporaryPath = destination + ".sqlcipherkit-tmp-" + randomSuffix()
-        FileCreation.createPrivateFileIfMissing(atPath: temporaryPath)
-        var attached = false
+        try attach(path: path, as: "sqlcipherkit_export", key: target.key)
+        defer { try? execute("DETACH DATABASE sqlcipherkit_export") }
+        if let key = target.key {
+            try applyCipherSettings(target.settings, key: key, schema: "sqlcipherkit_export")
+        }
+        // One read transaction: the rows counted are the rows copied, whatever other connections write.
+        try execute("BEGIN DEFERRED")
         do {
-            let userVersion = try scalar("PRAGMA main.user_version", as: Int64.self) ?? 0
-            let applicationID = try scalar("PRAGMA main.application_id", as: Int64.self) ?? 0
-            let journalMode = try pragmaText("main.journal_mode") ?? "delete"
-            let schemaCount = try scalar("SELECT count(*) FROM main.sqlite_master", as: Int.self) ?? 0
-
-            try attach(path: temporaryPath, as: "sqlcipherkit_export", key: target.key)
-            attached = true
-            if let key = target.key {
-                try applyCipherSettings(target.settings, key: key, schema: "sqlcipherkit_export")
-            }
+            let source = try summary(countingRows: true)
             _ = try scalar("SELECT sqlcipher_export('sqlcipherkit_export')", as: DatabaseValue.self)
             // Integers only: header fields, never key material.
-            try execute("PRAGMA sqlcipherkit_export.user_version = \(userVersion)")
-            try execute("PRAGMA sqlcipherkit_export.application_id = \(applicationID)")
-            try execute("DETACH DATABASE sqlcipherkit_export")
-            attached = false
-
-            try Self.verifyCopy(
-                at: temporaryPath, encryption: target, userVersion: userVersion, applicationID: applicationID,
-                journalMode: journalMode, schemaCount: schemaCount)
-            try syncToDisk(atPath: temporaryPath)
-            try atomicRename(from: temporaryPath, to: destination)
+            try execute("PRAGMA sqlcipherkit_export.user_version = \(source.userVersion)")
+            try execute("PRAGMA sqlcipherkit_export.application_id = \(source.applicationID)")
+            try execute("COMMIT")
+            return source
         } catch {
-            if attached {
-                try? execute("DETACH DATABASE sqlcipherkit_export")
-            }
-            removeDatabaseFiles(atPath: temporaryPath)
-            options.logger?.error("export failed", metadata: ["path": "\(path)", "destination": "\(destination)",
-                                                              "error": "\(error)"])
+            try? execute("ROLLBACK")
             throw error
         }
-        options.logger?.info("exported", metadata: [
-            "path": "\(path)", "destination": "\(destination)", "encrypted": "\(target.key != nil)",
-        ])
+    }
+
+    /// Gives an exported copy the source's WAL mode back (the engine's export drops it), then verifies it.
+    static func verifyExport(at path: String, encryption: Encryption, source: DatabaseSummary) throws {
+        if source.journalMode == "wal" {
+            let copy = try Connection(path: path, encryption: encryption, options: OpenOptions(mode: .readWrite))
+            defer { copy.close() }
+            guard try copy.pragmaText("journal_mode = WAL")?.caseInsensitiveEquals("wal") == true else {
+                throw DatabaseError(
+                    kind: .verificationFailed, code: DatabaseError.SQLITE_ERROR,
+                    message: "the copy did not verify: WAL mode could not be set; it was removed")
+            }
+        }
+        try verifyCopy(at: path, encryption: encryption, expected: source)
     }
 
     /// Attaches another database file to this connection under a schema name, with its own key (or explicitly
@@ -173,51 +188,11 @@ extension Connection {
         }
         guard code == SQLITE_OK else { throw statement.error(code: code) }
         defer { try? statement.clearBindings() }
-        try statement.runToCompletion()
-    }
-
-    static func checkDestination(_ destination: String) throws {
-        if let size = regularFileSize(atPath: destination), size > 0 {
-            throw DatabaseError(
-                kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN,
-                message: "the destination \(destination) exists and is not empty; nothing was written")
-        }
-        let folder = parentFolder(of: destination)
-        guard isWritableFolder(folder) else {
-            throw DatabaseError(
-                kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN,
-                message: "the destination folder \(folder) does not exist or is not writable; nothing was written")
-        }
-    }
-
-    /// Opens a fresh copy with its key and checks it against what the source had.
-    static func verifyCopy(
-        at path: String, encryption: Encryption, userVersion: Int64, applicationID: Int64, journalMode: String,
-        schemaCount: Int
-    ) throws {
-        func fail(_ message: String) -> DatabaseError {
-            DatabaseError(
-                kind: .verificationFailed, code: DatabaseError.SQLITE_CORRUPT,
-                message: "the copy did not verify: \(message); it was removed")
-        }
-        let copy = try Connection(path: path, encryption: encryption)
-        defer { copy.close() }
-        try copy.quickCheck()
-        guard try copy.scalar("SELECT count(*) FROM sqlite_master", as: Int.self) == schemaCount else {
-            throw fail("it has another number of schema objects than the source")
-        }
-        guard try copy.scalar("PRAGMA user_version", as: Int64.self) == userVersion,
-              try copy.scalar("PRAGMA application_id", as: Int64.self) == applicationID
-        else {
-            throw fail("user_version or application_id differ from the source")
-        }
-        if journalMode.caseInsensitiveEquals("wal") {
-            guard try copy.pragmaText("journal_mode = WAL")?.caseInsensitiveEquals("wal") == true else {
-                throw fail("WAL mode could not be set")
-            }
-        }
-        if encryption.requiresEncryptedHeader && hasPlaintextSQLiteHeader(atPath: path) {
-            throw fail("its header is plaintext although it should be encrypted")
+        if key == nil {
+            // Plaintext asked for explicitly (`.none`, the plaintext export): the guard lets this ATTACH through.
+            try withPlaintextAttachmentAllowed { try statement.runToCompletion() }
+        } else {
+            try statement.runToCompletion()
         }
     }
 }

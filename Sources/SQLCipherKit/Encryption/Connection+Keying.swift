@@ -27,8 +27,17 @@ extension Connection {
         let sqliteConnection = try checkedConnection()
         let existingSize = regularFileSize(atPath: filePath)
 
+        if let existingSize, existingSize > 0 {
+            try validatePlaintextHeader(encryption: encryption)
+        }
+
+        // Before the first read: the key check itself must wait for another process's lock, not fail at once.
+        if let timeout = options.busyTimeout {
+            try setBusyTimeout(timeout)
+        }
+
         if let key = encryption.key {
-            // The key must be the first thing the handle does (SQLCIPHER-FACTS §11); it is never set twice.
+            // The key must be the first thing the handle does (Docs/EngineNotes.md#key-first); it is never set twice.
             let code = key.material.withUnsafeBytes { bytes in
                 sqlite3_key(sqliteConnection, bytes.baseAddress, CInt(bytes.count))
             }
@@ -40,17 +49,13 @@ extension Connection {
             try applyCipherSettings(encryption.settings, key: key, schema: "main")
         }
 
-        EncryptionGuard.install(on: sqliteConnection)
+        EncryptionGuard.install(on: handle, encryption: encryption, options: options)
 
         if let existingSize, existingSize > 0 {
             try verifyExistingFile(size: existingSize, encryption: encryption)
         }
 
-        if let timeout = options.busyTimeout {
-            try setBusyTimeout(timeout)
-        }
-
-        // temp_store=FILE writes plaintext temporary files (SQLCIPHER-FACTS §9): force MEMORY and check it took.
+        // temp_store=FILE writes plaintext temp files (Docs/EngineNotes.md#temp-store): force MEMORY, check it took.
         try execute("PRAGMA temp_store = MEMORY")
         guard try pragmaInteger("temp_store") == 2 else {
             throw DatabaseError(
@@ -60,31 +65,182 @@ extension Connection {
         }
     }
 
+    /// Checks the key on a read-only handle before a read-write one exists, when a `-wal` or `-journal` lies beside
+    /// the file: a read-write handle would replay a hot journal into the file as it opens, and checkpoint a WAL into
+    /// it as it closes, with a wrong key as with the right one, and with a side file that belongs to another
+    /// database (or is stale) as with its own. A read-only handle does neither.
+    ///
+    /// A hot journal stops even a read-only handle (SQLite must roll it back first). Then page 1 is checked as the
+    /// rollback would leave it, in a scratch copy of page 1 and the journal beside the file; the real file is not
+    /// touched. When the key opens the main file alone but not with its side file, the error says the side file
+    /// does not belong.
+    func verifyKeyBeforeWriting(encryption: Encryption) throws {
+        guard options.mode != .readOnly, !options.skipsKeyProbe, !options.isURI, !path.isEmpty, path != ":memory:",
+              let size = regularFileSize(atPath: path), size > 0
+        else { return }
+        let hasWAL = regularFileSize(atPath: path + "-wal") != nil
+        let hasJournal = regularFileSize(atPath: path + "-journal") != nil
+        guard hasWAL || hasJournal else { return }
+        var probeOptions = OpenOptions(mode: .readOnly, busyTimeout: options.busyTimeout, statementCacheCapacity: 0)
+        probeOptions.logger = nil
+        do {
+            let probe = try Connection(path: path, encryption: encryption, options: probeOptions)
+            defer { probe.close() }
+            if Self.isOrphanWAL(of: path) {
+                // A WAL no connection holds was left by a crash, or brought from elsewhere: its frames may not
+                // touch page 1, so every page is read (and authenticated) through it before it may be checkpointed.
+                do {
+                    try probe.quickCheck()
+                } catch let error as DatabaseError {
+                    throw DatabaseError(kind: .damaged, code: error.extendedResultCode, message: error.message)
+                }
+            }
+        } catch let error as DatabaseError where error.extendedResultCode.rawValue == Self.readOnlyRollbackCode {
+            try verifyKeyAgainstHotJournal(encryption: encryption, underlying: error)
+        } catch let error as DatabaseError where [.wrongKey, .damaged, .notADatabase].contains(error.kind) {
+            // Does the key open the file without its side file? Then the side file is what does not fit.
+            if Self.opensWithoutSideFiles(path: path, encryption: encryption) {
+                throw Self.foreignSideFile(path: path, isWAL: hasWAL, underlying: error)
+            }
+            throw error
+        }
+    }
+
+    /// A `-wal` with frames that no connection of this process or (on Linux) of another has open.
+    static func isOrphanWAL(of path: String) -> Bool {
+        guard OtherProcesses.canFindHolders, (regularFileSize(atPath: path + "-wal") ?? 0) > 32,
+              OpenFiles.openCount(path: path) == 0
+        else { return false }
+        return OtherProcesses.holding(paths: [path, path + "-wal"]).isEmpty
+    }
+
+    /// `SQLITE_READONLY_ROLLBACK`: a read-only handle found a hot journal it may not roll back.
+    static let readOnlyRollbackCode: CInt = 8 | (3 << 8)
+
+    private func verifyKeyAgainstHotJournal(encryption: Encryption, underlying: DatabaseError) throws {
+        // The scratch copy holds the file and its journal: the same bytes as beside it, encrypted when the database
+        // is. Every page is read there after the rollback, so pages a journal of another database (or a stale one)
+        // would bring fail their check there, not in the real file. It is a registered temporary file, removed on a
+        // signal, and costs the file's size on disk for as long as the check runs (only after a crash).
+        let scratch = try RegisteredTemporaryFile(beside: path, operation: "key check")
+        defer { scratch.remove() }
+        guard copyFilePrefix(from: path, to: scratch.path, count: Int.max),
+              copyFilePrefix(from: path + "-journal", to: scratch.path + "-journal", count: Int.max)
+        else {
+            throw fileSystemError("cannot copy \(path) and its journal to check the key")
+        }
+        var scratchOptions = OpenOptions(mode: .readWrite, busyTimeout: .zero, statementCacheCapacity: 0)
+        scratchOptions.skipsKeyProbe = true
+        do {
+            let checked = try Connection(path: scratch.path, encryption: encryption, options: scratchOptions)
+            defer { checked.close() }
+            do {
+                try checked.quickCheck()
+            } catch let error as DatabaseError {
+                throw DatabaseError(kind: .damaged, code: error.extendedResultCode, message: error.message)
+            }
+        } catch let error as DatabaseError
+            where [.wrongKey, .notADatabase, .missingKey, .notEncrypted, .damaged].contains(error.kind) {
+            if Self.opensWithoutSideFiles(path: path, encryption: encryption) {
+                throw Self.foreignSideFile(path: path, isWAL: false, underlying: error)
+            }
+            let what = switch error.kind {
+            case .wrongKey: "the key does not open it (wrong key or cipher settings)"
+            case .notEncrypted: "it is a plaintext database"
+            case .missingKey: "it is encrypted and no key was given"
+            case .damaged: "it is damaged"
+            default: "it is not a database"
+            }
+            throw DatabaseError(
+                kind: error.kind, code: error.extendedResultCode,
+                message: "\(what) as its hot journal would leave it; the journal and the file were left as they are"
+                    + " (path: \(path))")
+        }
+        // The salt (first 16 bytes) of page 1 after the rollback must be the file's own: a journal of another
+        // database encrypted with the same key would bring its own.
+        if encryption.requiresEncryptedHeader,
+           readFilePrefix(atPath: scratch.path, count: 16) != readFilePrefix(atPath: path, count: 16) {
+            throw Self.foreignSideFile(path: path, isWAL: false, underlying: underlying)
+        }
+    }
+
+    /// Whether the key opens the main file as it is, ignoring its `-wal` and `-journal` (SQLite's `immutable` URI
+    /// parameter: no side file is read, nothing is written).
+    static func opensWithoutSideFiles(path: String, encryption: Encryption) -> Bool {
+        var options = OpenOptions(mode: .readOnly, isURI: true, busyTimeout: .zero, statementCacheCapacity: 0)
+        options.logger = nil
+        let uri = "file:" + uriEscaped(path) + "?immutable=1"
+        guard let connection = try? Connection(path: uri, encryption: encryption, options: options) else { return false }
+        connection.close()
+        return true
+    }
+
+    private static func foreignSideFile(path: String, isWAL: Bool, underlying: DatabaseError) -> DatabaseError {
+        let sideFile = path + (isWAL ? "-wal" : "-journal")
+        return DatabaseError(
+            kind: .damaged, code: underlying.extendedResultCode,
+            message: "the key opens \(path) on its own, but not together with \(sideFile): that "
+                + (isWAL ? "write-ahead log" : "journal") + " belongs to another database, is stale or is damaged."
+                + " Nothing was changed. To open the database as of its last "
+                + (isWAL ? "checkpoint" : "commit") + ", move \(sideFile) aside (keep it until you know what it is)")
+    }
+
+    /// The page-size and reserved-bytes fields of a plaintext header are read by the engine before anything is
+    /// authenticated, and a page size smaller than the cipher's makes SQLCipher 4 read past its buffer and crash
+    /// (found by fuzzing; Docs/Fuzzing.md). They are checked here, before the engine sees the file.
+    func validatePlaintextHeader(encryption: Encryption) throws {
+        guard encryption.key != nil, let headerSize = encryption.settings.plaintextHeaderSize, headerSize >= 24,
+              !path.isEmpty
+        else { return }
+        let header = readFilePrefix(atPath: filePath.isEmpty ? path : filePath, count: 24)
+        guard header.count == 24 else { return }
+        let field = Int(header[16]) << 8 | Int(header[17])
+        let pageSize = field == 1 ? 65536 : field
+        let expected = encryption.settings.pageSize ?? (SQLCipher.supports(.version4Format) ? 4096 : 1024)
+        let reserved = Int(header[20])
+        guard pageSize == expected, reserved >= 16, reserved <= 255 else {
+            throw DatabaseError(
+                kind: .damaged, code: DatabaseError.SQLITE_CORRUPT,
+                message: "the plaintext header says page size \(pageSize) with \(reserved) reserved bytes, but the"
+                    + " cipher page size is \(expected): the header was changed, or other cipher settings are needed;"
+                    + " the file was not opened (path: \(path))")
+        }
+    }
+
     /// Applies each cipher setting to a schema (`main` or an attached database) and reads it back: SQLite ignores
     /// PRAGMAs it does not know.
     func applyCipherSettings(_ settings: CipherSettings, key: EncryptionKey, schema: String) throws {
+        // The guard refuses these PRAGMAs in SQL; this is the library's own door (an attached schema's settings).
+        try withLibraryStatements { try applyCipherSettingsUnguarded(settings, key: key, schema: schema) }
+    }
+
+    private func applyCipherSettingsUnguarded(_ settings: CipherSettings, key: EncryptionKey, schema: String) throws {
         func applyPragma(_ name: String, value: String, expected: String) throws {
             try self.applyPragma("\(schema).\(name)", value: value, expected: expected)
         }
         let isVersion4 = SQLCipher.supports(.version4Format)
 
+        var settings = settings
         if let compatibility = settings.compatibility {
-            guard compatibility == 3 || compatibility == 4 else {
-                throw Self.invalidSetting("compatibility must be 3 or 4, not \(compatibility)")
+            guard let implied = CipherSettings.defaults(ofMajorVersion: compatibility) else {
+                throw Self.invalidSetting("compatibility must be 1, 2, 3 or 4, not \(compatibility)")
             }
             if isVersion4 {
                 try SQLCipher.require(.compatibility)
                 // cipher_compatibility cannot be read back: check the settings it implies instead.
                 try execute("PRAGMA \(schema).cipher_compatibility = \(compatibility)")
-                let implied = compatibility == 3 ? CipherSettings.sqlcipher3 : CipherSettings.sqlcipher4
-                try checkPragma("\(schema).cipher_page_size", expected: String(implied.pageSize!), setting: "compatibility")
-                try checkPragma("\(schema).kdf_iter", expected: String(implied.kdfIterations!), setting: "compatibility")
+                let setting = "compatibility \(compatibility)"
+                try checkPragma("\(schema).cipher_page_size", expected: String(implied.pageSize!), setting: setting)
+                try checkPragma("\(schema).kdf_iter", expected: String(implied.kdfIterations!), setting: setting)
+                try checkPragma("\(schema).cipher_use_hmac", expected: implied.usesHMAC! ? "1" : "0", setting: setting)
                 try checkPragma(
-                    "\(schema).cipher_hmac_algorithm", expected: implied.hmacAlgorithm!.rawValue, setting: "compatibility")
+                    "\(schema).cipher_hmac_algorithm", expected: implied.hmacAlgorithm!.rawValue, setting: setting)
             } else if compatibility == 4 {
                 try SQLCipher.require(.version4Format)
+            } else {
+                // SQLCipher 3 has no cipher_compatibility: apply the explicit settings it stands for (each read back).
+                settings = settings.resolvingCompatibility
             }
-            // compatibility 3 on SQLCipher 3 is the engine's only format: nothing to set.
         }
         if let pageSize = settings.pageSize {
             guard pageSize >= 512, pageSize <= 65536, pageSize & (pageSize - 1) == 0 else {
@@ -118,7 +274,7 @@ extension Connection {
         if let size = settings.plaintextHeaderSize {
             try SQLCipher.require(.plaintextHeader)
             let pageSize = settings.pageSize ?? (isVersion4 ? 4096 : 1024)
-            // An invalid size fails later with a misleading SQLITE_NOMEM (SQLCIPHER-FACTS §7).
+            // An invalid size fails later with a misleading SQLITE_NOMEM (Docs/EngineNotes.md#plaintext-header).
             guard size >= 0, size % 16 == 0, size < pageSize - 96 else {
                 throw Self.invalidSetting(
                     "plaintext header size must be a multiple of 16 from 0 to \(pageSize - 112), not \(size)")
@@ -141,6 +297,23 @@ extension Connection {
             let hex = salt.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
             try execute("PRAGMA \(schema).cipher_salt = \"x'\(hex)'\"")
         }
+        // The three settings below are deprecated since SQLCipher 4.1 (setting them returns a notice row) but are
+        // still needed for SQLCipher 2.0 files; each is read back.
+        if let encoding = settings.hmacPageNumberEncoding {
+            try applyPragma("cipher_hmac_pgno", value: encoding.rawValue, expected: encoding.rawValue)
+        }
+        if let iterations = settings.fastKDFIterations {
+            guard iterations >= 1 else {
+                throw Self.invalidSetting("fast KDF iterations must be at least 1, not \(iterations)")
+            }
+            try applyPragma("fast_kdf_iter", value: String(iterations), expected: String(iterations))
+        }
+        if let mask = settings.hmacSaltMask {
+            // Process-wide in both engines: only the scope of SQLCipher.withHMACSaltMask may change it.
+            try HMACSaltMaskScope.checkAllowed(mask)
+            let hex = String(mask, radix: 16).leftPadded(to: 2)
+            try self.applyPragma("cipher_hmac_salt_mask", value: "\"x'\(hex)'\"", expected: hex)
+        }
     }
 
     private func applyPragma(_ name: String, value: String, expected: String) throws {
@@ -158,12 +331,11 @@ extension Connection {
         }
     }
 
-    /// Reads page 1 of an existing file and turns SQLITE_NOTADB into an error that says what the file is.
+    /// Reads page 1 of an existing file and turns a failure into an error that says what the file is.
+    ///
+    /// With the right key, a damaged or truncated file reads as SQLITE_CORRUPT, a wrong key as SQLITE_NOTADB: the
+    /// two are told apart, and a partial last page is damage (named with its page), not a key problem.
     private func verifyExistingFile(size: Int, encryption: Encryption) throws {
-        // Every page size is a multiple of 512: anything else is a truncated or damaged file.
-        let truncated = DatabaseError(
-            kind: .notADatabase, code: DatabaseError.SQLITE_CORRUPT,
-            message: "the file is \(size) bytes, not a whole number of pages: truncated or damaged (path: \(path))")
         do {
             _ = try scalar("SELECT count(*) FROM sqlite_master", as: Int.self)
         } catch let error as DatabaseError
@@ -171,12 +343,29 @@ extension Connection {
                 || (encryption.key == nil && hasPlaintextSQLiteHeader(atPath: filePath)) {
             // Without a key, an encrypted page 1 behind a plaintext header reads as corrupt or as an "unsupported
             // file format" rather than as "not a database".
+            if error.resultCode == DatabaseError.SQLITE_CORRUPT && size >= 512
+                && (encryption.key != nil ? !hasPlaintextSQLiteHeader(atPath: filePath)
+                    || (encryption.settings.plaintextHeaderSize ?? 0) > 0 : Self.opensAsPlaintext(filePath)) {
+                throw DatabaseError(
+                    kind: .damaged, code: error.extendedResultCode,
+                    message: "the key opens the database, but the file is damaged or truncated (\(size) bytes):"
+                        + " \(error.message) (path: \(path))")
+            }
             throw classifyUnreadableFile(size: size, encryption: encryption, underlying: error)
-        } catch {
-            throw size % 512 != 0 ? truncated : error
+        } catch let error as DatabaseError where error.resultCode == DatabaseError.SQLITE_BUSY {
+            throw DatabaseError(
+                kind: .busy, code: error.extendedResultCode,
+                message: "the database is locked by another connection or process, and the lock was not released"
+                    + " within the busy timeout; the key was not checked (path: \(path))")
         }
-        if size % 512 != 0 {
-            throw truncated
+        let pageSize = try pragmaInteger("page_size") ?? 512
+        if pageSize > 0 && size % pageSize != 0 {
+            let wholePages = size / pageSize
+            throw DatabaseError(
+                kind: .damaged, code: DatabaseError.SQLITE_CORRUPT,
+                message: "the key opens the database, but the file is \(size) bytes: \(size - wholePages * pageSize)"
+                    + " bytes of a partial page \(wholePages + 1) follow the last whole page (page size \(pageSize));"
+                    + " it is truncated or has bytes appended (path: \(path))")
         }
     }
 
@@ -253,6 +442,42 @@ extension Connection {
     static func invalidSetting(_ message: String) -> DatabaseError {
         DatabaseError(kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE, message: message)
     }
+}
+
+/// A path as the path part of a `file:` URI: `%`, `?` and `#` escaped.
+func uriEscaped(_ path: String) -> String {
+    var escaped = ""
+    for character in path.unicodeScalars {
+        switch character {
+        case "%": escaped += "%25"
+        case "?": escaped += "%3f"
+        case "#": escaped += "%23"
+        default: escaped.unicodeScalars.append(character)
+        }
+    }
+    return escaped
+}
+
+/// Copies up to `count` bytes of a file into a new file (mode 0600, truncated when it exists).
+func copyFilePrefix(from source: String, to destination: String, count: Int) -> Bool {
+    let input = open(source, O_RDONLY | O_CLOEXEC)
+    guard input >= 0 else { return false }
+    defer { closeFileDescriptor(input) }
+    let output = open(destination, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    guard output >= 0 else { return false }
+    defer { closeFileDescriptor(output) }
+    var remaining = count
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while remaining > 0 {
+        let readCount = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, min($0.count, remaining)) }
+        if readCount < 0 && errno == EINTR { continue }
+        guard readCount >= 0 else { return false }
+        if readCount == 0 { break }
+        let written = buffer.withUnsafeBytes { write(output, $0.baseAddress, readCount) }
+        guard written == readCount else { return false }
+        remaining -= readCount
+    }
+    return true
 }
 
 extension String {

@@ -8,7 +8,7 @@ extension Connection {
     /// ```
     ///
     /// SQLCipher's rekey rewrites every page in one transaction (atomic under a crash), but reports almost no errors
-    /// in SQLCipher 3 and leaves the handle unusable after a failure (SQLCIPHER-FACTS §4). So this method:
+    /// in SQLCipher 3 and leaves the handle unusable after a failure (Docs/EngineNotes.md#rekey). So this method:
     /// - refuses to run inside a transaction (rekey would commit it), on a read-only or plaintext connection, and
     ///   while other SQLCipherKit connections of this process have the file open (they would keep the old key and
     ///   corrupt the file with their next write);
@@ -60,7 +60,7 @@ extension Connection {
         if code == SQLITE_OK && isWAL {
             do { try checkpointTruncate() } catch { checkpointError = error }
         }
-        // A handle that attempted a rekey is never used again, whatever the result (SQLCIPHER-FACTS §0.4).
+        // A handle that attempted a rekey is never used again, whatever the result (Docs/EngineNotes.md#rekey).
         close()
 
         do {
@@ -75,19 +75,27 @@ extension Connection {
             }
         } catch {
             close()
-            let opensWithNew = Self.keyOpens(path: path, options: options, encryption: .key(newKey, settings: settings))
-            let opensWithOld = Self.keyOpens(path: path, options: options, encryption: .key(oldKey, settings: settings))
-            let state = switch (opensWithOld, opensWithNew) {
-            case (true, false): "the file still opens with the OLD key only; nothing was changed"
-            case (false, true): "the file opens with the NEW key, but verification failed"
-            case (true, true): "the file opens with both keys (were they the same?)"
-            case (false, false): "the file opens with NEITHER key; restore it from a backup"
+            let withNew = Self.probeKey(path: path, encryption: .key(newKey, settings: settings))
+            let withOld = Self.probeKey(path: path, encryption: .key(oldKey, settings: settings))
+            let state = switch (withOld, withNew) {
+            case (.busy, _), (_, .busy):
+                "another connection holds a lock, so which key opens the file could not be checked"
+            case (.opens, .doesNotOpen): "the file still opens with the OLD key only; nothing was changed"
+            case (.doesNotOpen, .opens): "the file opens with the NEW key, but verification failed"
+            case (.opens, .opens): "the file opens with both keys (were they the same?)"
+            default: "the file opens with NEITHER key; restore it from a backup"
             }
-            let reason = (error as? DatabaseError)?.message ?? "\(error)"
+            let underlying = error as? DatabaseError
+            let reason = underlying?.message ?? "\(error)"
             options.logger?.error("rekey failed", metadata: ["path": "\(path)", "state": "\(state)"])
+            // A full disk is said as such: the rekey wrote nothing, and the old key still opens the file.
+            let kind: DatabaseError.Kind = switch underlying?.resultCode {
+            case DatabaseError.SQLITE_FULL?: .diskFull
+            case DatabaseError.SQLITE_BUSY?, DatabaseError.SQLITE_LOCKED?: .busy
+            default: underlying?.kind == .diskFull ? .diskFull : .verificationFailed
+            }
             throw DatabaseError(
-                kind: .verificationFailed, code: (error as? DatabaseError)?.extendedResultCode
-                    ?? DatabaseError.SQLITE_ERROR,
+                kind: kind, code: underlying?.extendedResultCode ?? DatabaseError.SQLITE_ERROR,
                 message: "rekey failed (\(reason)); \(state). The connection is closed")
         }
         options.logger?.info("rekeyed", metadata: ["path": "\(path)", "wal": "\(isWAL)"])
@@ -115,14 +123,30 @@ extension Connection {
         }
     }
 
-    static func keyOpens(path: String, options: OpenOptions, encryption: Encryption) -> Bool {
-        var probeOptions = options
-        probeOptions.mode = .readWrite
-        guard let connection = try? Connection(path: path, encryption: encryption, options: probeOptions) else {
-            return false
+    /// What a key does to a file: opens it (and every page checks out), does not, or cannot be tried because another
+    /// connection holds a lock.
+    enum KeyProbe: Equatable {
+        case opens
+        case doesNotOpen
+        case busy
+    }
+
+    /// Tries a key on a fresh read-only connection (which never writes: no journal is replayed, no WAL
+    /// checkpointed), with `quick_check` over every page.
+    static func probeKey(path: String, encryption: Encryption, busyTimeout: Duration = .milliseconds(200)) -> KeyProbe {
+        do {
+            let connection = try Connection(
+                path: path, encryption: encryption, options: OpenOptions(mode: .readOnly, busyTimeout: busyTimeout))
+            defer { connection.close() }
+            try connection.quickCheck()
+            return .opens
+        } catch let error as DatabaseError
+            where error.kind == .busy || error.resultCode == DatabaseError.SQLITE_BUSY
+                || error.resultCode == DatabaseError.SQLITE_LOCKED {
+            return .busy
+        } catch {
+            return .doesNotOpen
         }
-        defer { connection.close() }
-        return (try? connection.quickCheck()) != nil
     }
 
     static func rekeyRefused(_ message: String) -> DatabaseError {

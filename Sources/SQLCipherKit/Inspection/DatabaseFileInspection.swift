@@ -74,7 +74,7 @@ public struct DatabaseFileInspection: Sendable, Hashable {
         public let hmacAlgorithm: String?
         /// `cipher_plaintext_header_size` (SQLCipher 4; `nil` on SQLCipher 3).
         public let plaintextHeaderSize: Int?
-        /// 3 or 4 when the settings are that major version's defaults; `nil` for custom settings.
+        /// 1 to 4 when the settings are that major version's defaults; `nil` for custom settings.
         public let formatMajorVersion: Int?
     }
 
@@ -140,7 +140,7 @@ public struct DatabaseFileInspection: Sendable, Hashable {
         } catch DatabaseError.wrongKey where detectsSQLCipher3Format && encryption.settings.isEngineDefault
             && SQLCipher.supports(.version4Format) && encryption.key != nil
         {
-            // SQLCipher 4 does not open SQLCipher 3 files with its defaults (SQLCIPHER-FACTS §8); try 3's settings.
+            // SQLCipher 4 opens SQLCipher 3 files only with 3's settings (Docs/EngineNotes.md#compatibility): try them.
             let version3 = Encryption.key(encryption.key!, settings: .sqlcipher3)
             guard let retried = try? withConnection(path: path, encryption: version3, read: readAll) else {
                 throw DatabaseError(
@@ -221,8 +221,10 @@ public struct DatabaseFileInspection: Sendable, Hashable {
         var layout = settings
         layout.plaintextHeaderSize = nil
         layout.salt = nil
-        if layout == .sqlcipher3 || layout == CipherSettings(compatibility: 3) { return 3 }
-        if layout == .sqlcipher4 || layout == CipherSettings(compatibility: 4) { return 4 }
+        for version in 1...4 {
+            if layout == CipherSettings.defaults(ofMajorVersion: version)
+                || layout == CipherSettings(compatibility: version) { return version }
+        }
         if layout.isEngineDefault { return isVersion4Engine ? 4 : 3 }
         return nil
     }

@@ -57,12 +57,16 @@ public struct RotationResult: Sendable, CustomStringConvertible {
         case new
         /// Neither key given (for example, the given old key was wrong to begin with).
         case neither
+        /// Another connection or process holds a lock on the database, so which key opens it could not be checked.
+        case locked
         /// Not known: the check itself failed, or both keys open it.
         case unknown
     }
 
-    /// The database file.
+    /// The database file, as the request named it.
     public let path: String
+    /// The file that was rotated: ``path`` with symbolic links resolved (a symlink is followed, never replaced).
+    public let resolvedPath: String
     /// The method used.
     public let method: RotationMethod
     /// `nil` when the database was rotated; the reason otherwise.
@@ -84,11 +88,13 @@ public struct RotationResult: Sendable, CustomStringConvertible {
             case .old: "it still opens with the old key"
             case .new: "it opens with the new key"
             case .neither: "it opens with neither of the keys given"
+            case .locked: "it is locked by another connection, so which key opens it was not checked"
             case .unknown: "which key opens it is unknown"
             }
             return "\(path): FAILED (\(error.message)); \(state)"
         }
-        return "\(path): rotated (\(method)) in \(duration)" + (backupPath.map { "; original kept at \($0)" } ?? "")
+        let target = resolvedPath == path ? path : "\(path) (symlink to \(resolvedPath))"
+        return "\(target): rotated (\(method)) in \(duration)" + (backupPath.map { "; original kept at \($0)" } ?? "")
     }
 }
 
@@ -128,11 +134,27 @@ public enum KeyRotation {
 
     /// Rotates several databases, each independently: a failure leaves that database untouched and the others go
     /// on. Never throws.
+    ///
+    /// A file named twice (two paths to one file, by device and inode) is not rotated at all: each of its requests
+    /// fails with ``DatabaseError/invalidArgument``.
     public static func rotateAll(
         _ requests: [RotationRequest], progress: ((String, BackupProgress) throws -> Void)? = nil
     ) -> [RotationResult] {
-        requests.map { request in
-            rotateReporting(request, progress: progress.map { report in { try report(request.path, $0) } })
+        var pathsByFile: [OpenFiles.FileID: [String]] = [:]
+        for request in requests {
+            if let id = OpenFiles.fileID(path: request.path) { pathsByFile[id, default: []].append(request.path) }
+        }
+        return requests.map { request in
+            if let id = OpenFiles.fileID(path: request.path), let paths = pathsByFile[id], paths.count > 1 {
+                let error = DatabaseError(
+                    kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
+                    message: "rotation refused: \(paths.joined(separator: " and ")) are the same file; name each"
+                        + " database once. Nothing was changed")
+                return RotationResult(
+                    path: request.path, resolvedPath: realPath(request.path) ?? request.path, method: request.method,
+                    error: error, keyState: .unknown, backupPath: nil, duration: .zero)
+            }
+            return rotateReporting(request, progress: progress.map { report in { try report(request.path, $0) } })
         }
     }
 
@@ -152,14 +174,8 @@ public enum KeyRotation {
         guard let directory = opendir(folder) else {
             throw fileSystemError("cannot list the folder \(folder)")
         }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name.hasSuffix("." + fileExtension) && !name.hasPrefix(".") { names.append(name) }
-        }
         closedir(directory)
+        let names = directoryEntries(of: folder).filter { $0.hasSuffix("." + fileExtension) && !$0.hasPrefix(".") }
         return names.sorted().map { name in
             let path = folder + "/" + name
             do {
@@ -168,8 +184,8 @@ public enum KeyRotation {
                     RotationRequest(path: path, oldEncryption: old, newEncryption: new, method: method), progress: nil)
             } catch {
                 return RotationResult(
-                    path: path, method: method, error: asDatabaseError(error), keyState: .unknown, backupPath: nil,
-                    duration: .zero)
+                    path: path, resolvedPath: realPath(path) ?? path, method: method, error: asDatabaseError(error),
+                    keyState: .unknown, backupPath: nil, duration: .zero)
             }
         }
     }
@@ -182,8 +198,13 @@ public enum KeyRotation {
         let clock = ContinuousClock()
         let start = clock.now
         var backupPath: String?
+        // A symlink is followed on purpose: the real file is rotated, the link is left as it is.
+        var request = request
+        let resolvedPath = realPath(request.path) ?? request.path
+        let requestedPath = request.path
+        request.path = resolvedPath
         do {
-            removeStaleTemporaryFiles(of: request.path)
+            try refuseUnsaltedPlaintextHeaderKey(request)
             switch request.method {
             case .copy:
                 backupPath = try rotateByCopy(request, progress: progress)
@@ -192,41 +213,66 @@ public enum KeyRotation {
             }
             try verifyRotated(request)
             return RotationResult(
-                path: request.path, method: request.method, error: nil, keyState: .new, backupPath: backupPath,
-                duration: clock.now - start)
+                path: requestedPath, resolvedPath: resolvedPath, method: request.method, error: nil, keyState: .new,
+                backupPath: backupPath, duration: clock.now - start)
         } catch {
             let state = keyState(of: request)
             return RotationResult(
-                path: request.path, method: request.method, error: asDatabaseError(error), keyState: state,
-                backupPath: backupPath, duration: clock.now - start)
+                path: requestedPath, resolvedPath: resolvedPath, method: request.method,
+                error: asDatabaseError(error), keyState: state, backupPath: backupPath, duration: clock.now - start)
+        }
+    }
+
+    /// A plaintext-header database does not store its salt: a new key without one would leave a file that only
+    /// "new key + old salt" opens, a key that exists in no key file.
+    private static func refuseUnsaltedPlaintextHeaderKey(_ request: RotationRequest) throws {
+        let new = request.newEncryption
+        guard (request.oldEncryption.settings.plaintextHeaderSize ?? 0) > 0 || (new.settings.plaintextHeaderSize ?? 0) > 0
+        else { return }
+        if new.key?.salt == nil && new.settings.salt == nil {
+            throw refused(
+                "the database has a plaintext header, which does not store the salt, and the new key has none: the"
+                    + " result would open only with the new key plus the old salt. Give the new key with the salt"
+                    + " (a raw key with salt, x'<64 hex key><32 hex salt>', with the salt `sqlcipherkit info` shows),"
+                    + " or CipherSettings.salt. Nothing was changed")
         }
     }
 
     private static func rotateByCopy(
         _ request: RotationRequest, progress: ((BackupProgress) throws -> Void)?
     ) throws -> String? {
-        guard let newKey = request.newEncryption.key else {
+        guard request.newEncryption.key != nil else {
             throw refused("the new encryption has no key; decrypting is done with an export, not a rotation")
         }
+        // The lock comes first: only then are leftovers of an earlier run removed and a temporary file made.
         let lock = try lockDatabase(request)
         defer { lock.close() }
         let backupPath = try backUpOriginal(request, from: lock)
-
-        let temporaryPath = request.path + rotationTemporaryMarker + randomSuffix()
+        // Nothing can change under the exclusive lock: the copy must have exactly these rows.
+        let source = try lock.summary(countingRows: true)
+        let replacement = try AtomicReplacement(
+            destination: request.path, policy: .replaceExisting, operation: "rotation")
         do {
             let target = try Connection.inMemory(encryption: request.newEncryption)
             let layoutsMatch = try lock.cipherLayout() == target.cipherLayout()
             target.close()
             if layoutsMatch {
                 // The backup API keeps every byte of the file's structure (auto_vacuum, free pages, header).
-                try lock.backup(toPath: temporaryPath, encryption: request.newEncryption, progress: progress)
+                let pageCount = try lock.backUp(
+                    intoNewFile: replacement.temporaryPath, encryption: request.newEncryption, pagesPerStep: 256,
+                    progress: progress)
+                try replacement.commit { copyPath in
+                    try Connection.verifyCopy(
+                        at: copyPath, encryption: request.newEncryption, expected: source, pageCount: pageCount)
+                }
             } else {
-                try lock.exportEncrypted(to: temporaryPath, key: newKey, settings: request.newEncryption.settings)
+                _ = try lock.export(intoNewFile: replacement.temporaryPath, encryption: request.newEncryption)
+                try replacement.commit { copyPath in
+                    try Connection.verifyExport(at: copyPath, encryption: request.newEncryption, source: source)
+                }
             }
-            // Both verified the copy with the new key and flushed it; the rename is the one moment of change.
-            try atomicRename(from: temporaryPath, to: request.path)
         } catch {
-            removeDatabaseFiles(atPath: temporaryPath)
+            replacement.abandon()
             throw error
         }
         return backupPath
@@ -259,9 +305,14 @@ public enum KeyRotation {
             throw refused("this process has other connections to \(path) open; close them first")
         }
         try refuseOtherProcesses(path)
-        let lock = try Connection(
-            path: path, encryption: request.oldEncryption,
-            options: OpenOptions(mode: .readWrite, busyTimeout: request.lockTimeout))
+        let lock: Connection
+        do {
+            lock = try Connection(
+                path: path, encryption: request.oldEncryption,
+                options: OpenOptions(mode: .readWrite, busyTimeout: request.lockTimeout))
+        } catch let error as DatabaseError where error.kind == .busy || error.resultCode == DatabaseError.SQLITE_BUSY {
+            throw busyRefusal(path, request)
+        }
         do {
             // EXCLUSIVE locking mode keeps the lock after COMMIT, and in WAL mode avoids the shared-memory index.
             try lock.execute("PRAGMA locking_mode = EXCLUSIVE")
@@ -269,10 +320,7 @@ public enum KeyRotation {
                 try lock.execute("BEGIN EXCLUSIVE")
                 try lock.execute("COMMIT")
             } catch let error as DatabaseError where error.resultCode == DatabaseError.SQLITE_BUSY {
-                throw DatabaseError(
-                    kind: .invalidState, code: DatabaseError.SQLITE_BUSY,
-                    message: "\(path) is busy: another connection holds a lock and did not release it within"
-                        + " \(request.lockTimeout); nothing was changed")
+                throw busyRefusal(path, request)
             }
             try refuseOtherProcesses(path)
             if try lock.pragmaText("journal_mode")?.caseInsensitiveEquals("wal") == true {
@@ -283,6 +331,13 @@ public enum KeyRotation {
             lock.close()
             throw error
         }
+    }
+
+    private static func busyRefusal(_ path: String, _ request: RotationRequest) -> DatabaseError {
+        DatabaseError(
+            kind: .busy, code: DatabaseError.SQLITE_BUSY,
+            message: "\(path) is busy: another connection holds a lock and did not release it within"
+                + " \(request.lockTimeout); nothing was changed")
     }
 
     private static func refuseOtherProcesses(_ path: String) throws {
@@ -309,10 +364,11 @@ public enum KeyRotation {
 
     /// The new key opens the database and passes `quick_check`; the old key does not open it.
     private static func verifyRotated(_ request: RotationRequest) throws {
-        let rotated = try Connection(path: request.path, encryption: request.newEncryption)
+        let rotated = try Connection(
+            path: request.path, encryption: request.newEncryption, options: OpenOptions(mode: .readWrite))
         try rotated.quickCheck()
         rotated.close()
-        if Connection.keyOpens(path: request.path, options: OpenOptions(), encryption: request.oldEncryption) {
+        if Connection.probeKey(path: request.path, encryption: request.oldEncryption) == .opens {
             throw DatabaseError(
                 kind: .verificationFailed, code: DatabaseError.SQLITE_ERROR,
                 message: "the old key still opens \(request.path) after the rotation (were both keys the same?)")
@@ -324,35 +380,16 @@ public enum KeyRotation {
         }
     }
 
+    /// What a fresh probe finds, "locked" included: never a guess.
     private static func keyState(of request: RotationRequest) -> RotationResult.KeyState {
-        var options = OpenOptions()
-        options.busyTimeout = .milliseconds(100)
-        let opensOld = Connection.keyOpens(path: request.path, options: options, encryption: request.oldEncryption)
-        let opensNew = Connection.keyOpens(path: request.path, options: options, encryption: request.newEncryption)
-        switch (opensOld, opensNew) {
-        case (true, false): return .old
-        case (false, true): return .new
-        case (false, false): return .neither
-        case (true, true): return .unknown
-        }
-    }
-
-    static let rotationTemporaryMarker = ".sqlcipherkit-rotate-"
-
-    /// Temporary files of an interrupted rotation of this database (never the only copy of anything: until the
-    /// rename the original exists, after it the temporary name does not).
-    private static func removeStaleTemporaryFiles(of path: String) {
-        let folder = parentFolder(of: path)
-        let name = path.split(separator: "/").last.map(String.init) ?? path
-        guard let directory = opendir(folder) else { return }
-        defer { closedir(directory) }
-        while let entry = readdir(directory) {
-            let entryName = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if entryName.hasPrefix(name + rotationTemporaryMarker) {
-                unlink(folder + "/" + entryName)
-            }
+        let old = Connection.probeKey(path: request.path, encryption: request.oldEncryption)
+        let new = Connection.probeKey(path: request.path, encryption: request.newEncryption)
+        switch (old, new) {
+        case (.busy, _), (_, .busy): return .locked
+        case (.opens, .doesNotOpen): return .old
+        case (.doesNotOpen, .opens): return .new
+        case (.doesNotOpen, .doesNotOpen): return .neither
+        default: return .unknown
         }
     }
 

@@ -7,6 +7,13 @@ import Darwin
 /// Finds other processes that have a file open, by reading `/proc/*/fd` (Linux). Elsewhere, or where `/proc` is not
 /// readable, it finds nothing: the caller's documentation says to stop other users of the database first.
 enum OtherProcesses {
+    /// Whether ``holding(paths:)`` can see other processes here (Linux's `/proc`).
+    #if os(Linux)
+    static let canFindHolders = true
+    #else
+    static let canFindHolders = false
+    #endif
+
     /// The IDs of processes other than this one with any of the files open.
     static func holding(paths: [String]) -> [Int32] {
         #if os(Linux)

@@ -98,3 +98,12 @@ extension TestKeys {
     /// The `x'…'` text of ``raw``, for raw C handles in tests.
     static let rawText = "x'" + String(repeating: "7f3a9c01", count: 8) + "'"
 }
+
+/// The pid of a process that has exited (a child started and waited for), for "left by a killed run" files.
+func deadProcessID() throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/true")
+    try process.run()
+    process.waitUntilExit()
+    return process.processIdentifier
+}

@@ -1,0 +1,373 @@
+import CSQLCipherKitSupport
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The one way SQLCipherKit writes a new database file: export, backup, `VACUUM INTO`, rotation, and the CLI's
+/// `encrypt`, `decrypt` and `migrate` all go through it, so the rules below are checked in one place.
+///
+/// 1. The destination is resolved to the real file: a symlink is followed on purpose (``destination`` is the file
+///    written, ``requestedDestination`` what the caller named), never replaced by a regular file. A dangling
+///    symlink, a folder, a FIFO or a device is refused.
+/// 2. Identity is by device and inode: a source and a destination that are one file under two names are refused.
+/// 3. The temporary file lives in the destination's folder (so the final `rename` is atomic), is created with
+///    `O_EXCL` and mode 0600, and is named `<name>.sqlcipherkit-tmp-<pid>-<random>`. It is registered before it
+///    exists, so a handler for SIGINT/SIGTERM (installed by the CLI) removes it. Leftovers of an earlier run that
+///    was killed are removed by the next one, and only when the process that made them is gone: a concurrent run's
+///    files are never touched.
+/// 4. ``commit(verify:)`` verifies the copy (the caller's check, which opens it without creating it), gives it the
+///    replaced file's owner, group and mode, flushes it, renames it into place and flushes the folder. When the
+///    destination must not exist, the rename cannot replace a file that appeared meanwhile. Anything that fails on
+///    the way removes the temporary file; the destination is then as it was.
+///
+/// The owner and group of a replaced file are kept; when this process could not give them to the new file (not
+/// root, file of another user), the replacement is refused before anything is written.
+final class AtomicReplacement {
+    /// Whether the destination may exist.
+    enum Policy {
+        /// The destination must not exist (or be an empty file).
+        case createNew
+        /// The destination is replaced when it exists.
+        case replaceExisting
+    }
+
+    /// The path the caller named.
+    let requestedDestination: String
+    /// The real file that is written (symlinks resolved).
+    let destination: String
+    /// The temporary file to write the copy into.
+    let temporaryPath: String
+
+    private let replacesExistingFile: Bool
+    private let preservedMetadata: FileMetadata?
+    private let temporaryFile: RegisteredTemporaryFile
+    private var isFinished = false
+
+    /// Marks every temporary file name; the pid and a random part follow.
+    static let temporaryMarker = ".sqlcipherkit-tmp-"
+
+    /// Resolves and checks the destination, removes dead leftovers, and creates the (empty, 0600) temporary file.
+    ///
+    /// - Parameters:
+    ///   - destination: The file to create or replace.
+    ///   - source: The database being copied, when there is one: refused when it is the destination itself.
+    ///   - policy: Whether an existing destination is replaced.
+    ///   - operation: What is being written, for messages (`export`, `backup`, …).
+    init(destination: String, source: String? = nil, policy: Policy, operation: String) throws {
+        let resolved = try Self.resolve(destination, operation: operation)
+        requestedDestination = destination
+        self.destination = resolved.path
+
+        if let existing = resolved.metadata, existing.size > 0, policy == .createNew {
+            throw Self.refusal(
+                operation, "the destination \(Self.describe(destination, resolved: resolved.path)) exists and is not"
+                    + " empty; nothing was written")
+        }
+        if let source, let sourceID = OpenFiles.fileID(path: source), let existing = resolved.metadata,
+           sourceID == existing.id {
+            throw Self.refusal(
+                operation, "\(source) and \(destination) are the same file; nothing was written")
+        }
+        let folder = parentFolder(of: resolved.path)
+        guard isWritableFolder(folder) else {
+            throw Self.refusal(
+                operation, "the destination folder \(folder) does not exist or is not writable; nothing was written")
+        }
+        if let existing = resolved.metadata {
+            try Self.checkCanPreserve(existing, of: resolved.path, operation: operation)
+        }
+        replacesExistingFile = resolved.metadata != nil
+        preservedMetadata = resolved.metadata
+
+        Self.removeDeadLeftovers(of: resolved.path)
+
+        temporaryFile = try RegisteredTemporaryFile(beside: resolved.path, operation: operation)
+        temporaryPath = temporaryFile.path
+    }
+
+    deinit {
+        if !isFinished { abandon() }
+    }
+
+    /// Verifies the temporary file, gives it the replaced file's owner, group and mode, flushes it and renames it
+    /// over the destination. On any failure the temporary file is removed and the error rethrown.
+    ///
+    /// - Parameter verify: Opens the copy (without creating it) and throws when it is not what it should be.
+    func commit(verify: (String) throws -> Void) throws {
+        precondition(!isFinished, "an atomic replacement commits once")
+        do {
+            try verify(temporaryPath)
+            // A verification that opened the copy in WAL mode leaves no -wal behind once closed; one that remains
+            // would hold pages the renamed file needs.
+            if (regularFileSize(atPath: temporaryPath + "-wal") ?? 0) > 0 {
+                throw fileSystemError("the copy still has a write-ahead log after verification")
+            }
+            unlink(temporaryPath + "-wal")
+            unlink(temporaryPath + "-shm")
+            try applyPreservedMetadata()
+            try syncToDisk(atPath: temporaryPath)
+            try refuseLiveSideFiles()
+            if replacesExistingFile {
+                guard rename(temporaryPath, destination) == 0 else {
+                    throw fileSystemError("cannot rename \(temporaryPath) to \(destination)")
+                }
+            } else {
+                try linkWithoutReplacing()
+            }
+            try syncToDisk(atPath: parentFolder(of: destination))
+        } catch {
+            abandon()
+            throw error
+        }
+        isFinished = true
+        temporaryFile.forget()
+        // The replaced file's empty log and shared-memory index must not be taken for the new file's.
+        if regularFileSize(atPath: destination + "-wal") == 0 {
+            unlink(destination + "-wal")
+            unlink(destination + "-shm")
+        }
+    }
+
+    /// Removes the temporary file and its companions.
+    func abandon() {
+        guard !isFinished else { return }
+        isFinished = true
+        temporaryFile.remove()
+    }
+
+    // MARK: - Steps
+
+    private func applyPreservedMetadata() throws {
+        guard let metadata = preservedMetadata else { return }
+        var status = stat()
+        guard stat(temporaryPath, &status) == 0 else { throw fileSystemError("cannot read \(temporaryPath)") }
+        if status.st_uid != metadata.owner || status.st_gid != metadata.group {
+            guard chown(temporaryPath, metadata.owner, metadata.group) == 0 else {
+                throw fileSystemError("cannot give the copy the owner and group of \(destination)")
+            }
+        }
+        guard chmod(temporaryPath, metadata.mode & 0o7777) == 0 else {
+            throw fileSystemError("cannot give the copy the mode of \(destination)")
+        }
+    }
+
+    /// A non-empty `-wal` or a journal with a header beside the destination would be replayed into the new file.
+    private func refuseLiveSideFiles() throws {
+        if (regularFileSize(atPath: destination + "-wal") ?? 0) > 0 {
+            throw DatabaseError(
+                kind: .invalidState, code: DatabaseError.SQLITE_BUSY,
+                message: "\(destination) has a write-ahead log with content (it is in use, or was not closed"
+                    + " cleanly); it was not replaced")
+        }
+        if hasHotJournalHeader(atPath: destination + "-journal") {
+            throw DatabaseError(
+                kind: .invalidState, code: DatabaseError.SQLITE_BUSY,
+                message: "\(destination) has a rollback journal (it is being written, or a crash left it); it was"
+                    + " not replaced")
+        }
+    }
+
+    /// `link` fails when the destination exists, where `rename` would replace it.
+    private func linkWithoutReplacing() throws {
+        if link(temporaryPath, destination) == 0 {
+            unlink(temporaryPath)
+            return
+        }
+        let linkError = errno
+        if linkError == EEXIST {
+            // An empty file may be replaced (the caller may have created it), a file with content may not.
+            if regularFileSize(atPath: destination) == 0, rename(temporaryPath, destination) == 0 { return }
+            throw DatabaseError(
+                kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN,
+                message: "\(destination) appeared while the copy was written; it was left as it is, and the copy"
+                    + " was removed")
+        }
+        // File systems without hard links: check, then rename.
+        var status = stat()
+        guard lstat(destination, &status) != 0 else {
+            throw DatabaseError(
+                kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN,
+                message: "\(destination) appeared while the copy was written; the copy was removed")
+        }
+        guard rename(temporaryPath, destination) == 0 else {
+            throw fileSystemError("cannot rename \(temporaryPath) to \(destination)")
+        }
+    }
+
+    // MARK: - Resolution
+
+    struct FileMetadata {
+        let id: OpenFiles.FileID
+        let owner: uid_t
+        let group: gid_t
+        let mode: mode_t
+        let size: Int
+    }
+
+    private struct Resolved {
+        let path: String
+        let metadata: FileMetadata?
+    }
+
+    private static func resolve(_ path: String, operation: String) throws -> Resolved {
+        guard !path.isEmpty, path != ":memory:" else {
+            throw refusal(operation, "the destination must be a file path")
+        }
+        var linkStatus = stat()
+        if lstat(path, &linkStatus) == 0 {
+            guard let real = realPath(path) else {
+                throw refusal(operation, "\(path) is a symbolic link to a file that does not exist; nothing was written")
+            }
+            var status = stat()
+            guard stat(real, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+                throw refusal(operation, "\(path) is not a regular file; nothing was written")
+            }
+            return Resolved(path: real, metadata: FileMetadata(
+                id: OpenFiles.FileID(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)),
+                owner: status.st_uid, group: status.st_gid, mode: status.st_mode, size: Int(status.st_size)))
+        }
+        let name = path.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? ""
+        guard !name.isEmpty, name != ".", name != "..", !path.hasSuffix("/") else {
+            throw refusal(operation, "\(path) does not name a file; nothing was written")
+        }
+        let folder = parentFolder(of: path)
+        guard let realFolder = realPath(folder) else {
+            throw refusal(operation, "the destination folder \(folder) does not exist; nothing was written")
+        }
+        return Resolved(path: (realFolder == "/" ? "" : realFolder) + "/" + name, metadata: nil)
+    }
+
+    private static func checkCanPreserve(_ metadata: FileMetadata, of path: String, operation: String) throws {
+        let userID = geteuid()
+        guard userID != 0 else { return }
+        if metadata.owner != userID {
+            throw refusal(
+                operation, "\(path) belongs to user \(metadata.owner), and this process (user \(userID)) cannot give"
+                    + " the new file that owner; run it as that user (or as root). Nothing was written")
+        }
+        if metadata.group != getegid() && !isMemberOfGroup(metadata.group) {
+            throw refusal(
+                operation, "\(path) belongs to group \(metadata.group), which this process cannot give the new file;"
+                    + " nothing was written")
+        }
+    }
+
+    private static func isMemberOfGroup(_ group: gid_t) -> Bool {
+        let count = getgroups(0, nil)
+        guard count > 0 else { return false }
+        var groups = [gid_t](repeating: 0, count: Int(count))
+        let filled = getgroups(count, &groups)
+        return filled > 0 && groups.prefix(Int(filled)).contains(group)
+    }
+
+    private static func describe(_ requested: String, resolved: String) -> String {
+        realPath(requested) == requested ? requested : "\(requested) (\(resolved))"
+    }
+
+    static func refusal(_ operation: String, _ message: String) -> DatabaseError {
+        DatabaseError(kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN, message: "\(operation) refused: \(message)")
+    }
+
+    // MARK: - Leftovers
+
+    /// Removes temporary files of this destination whose process is gone (a run killed with SIGKILL, or a crash).
+    /// Files of a live process, this one included, are left alone: they belong to a run in progress.
+    static func removeDeadLeftovers(of destination: String) {
+        let folder = parentFolder(of: destination)
+        let prefix = (destination.split(separator: "/").last.map(String.init) ?? destination) + temporaryMarker
+        for name in directoryEntries(of: folder) where name.hasPrefix(prefix) {
+            let rest = name.dropFirst(prefix.count)
+            guard let dash = rest.firstIndex(of: "-"), let pid = pid_t(rest[..<dash]), pid > 0 else { continue }
+            let tail = rest[rest.index(after: dash)...]
+            let randomPart = tail.prefix { $0.isHexDigit }
+            let suffix = tail.dropFirst(randomPart.count)
+            guard !randomPart.isEmpty, ["", "-journal", "-wal", "-shm"].contains(String(suffix)) else { continue }
+            guard pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            unlink(folder + "/" + name)
+        }
+    }
+}
+
+/// A new, empty, mode-0600 file named `<database>.sqlcipherkit-tmp-<pid>-<random>` beside a database, registered
+/// so that the CLI's signal handlers remove it (and its `-journal`, `-wal`, `-shm`), and recognisable by the next
+/// run when this process is killed outright.
+struct RegisteredTemporaryFile {
+    let path: String
+    private let slot: CInt
+
+    init(beside databasePath: String, operation: String) throws {
+        path = databasePath + AtomicReplacement.temporaryMarker + "\(getpid())-" + randomSuffix()
+        // Registered before it exists: a signal between the two removes a file that is not there yet, harmlessly.
+        slot = CSQLCipherKitSupport_registerTemporaryFile(path)
+        guard slot >= 0 else {
+            throw AtomicReplacement.refusal(
+                operation, "too many temporary files at once, or a path too long; nothing was written")
+        }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else {
+            let error = fileSystemError("cannot create the temporary file \(path)")
+            CSQLCipherKitSupport_unregisterTemporaryFile(slot)
+            throw error
+        }
+        closeFileDescriptor(descriptor)
+    }
+
+    /// Removes the file and its companions.
+    func remove() {
+        removeDatabaseFiles(atPath: path)
+        CSQLCipherKitSupport_unregisterTemporaryFile(slot)
+    }
+
+    /// The file became something else (it was renamed into place): nothing to remove on a signal any more.
+    func forget() {
+        CSQLCipherKitSupport_unregisterTemporaryFile(slot)
+    }
+}
+
+/// Removes the temporary files registered by ``AtomicReplacement`` that are still in progress (for a signal
+/// handler of your own, or a shutdown path). The CLI installs handlers that do this on SIGINT, SIGTERM, SIGHUP and
+/// SIGQUIT.
+public enum TemporaryFiles {
+    /// Installs handlers for SIGINT, SIGTERM, SIGHUP and SIGQUIT that remove the temporary database files in
+    /// progress, then let the signal end the process as it would have. For command-line tools; a service that
+    /// handles these signals itself calls ``removeAll()`` from its own handler or shutdown path instead.
+    public static func installSignalCleanup() throws {
+        guard CSQLCipherKitSupport_installCleanupSignalHandlers() == 0 else {
+            throw fileSystemError("cannot install the signal handlers")
+        }
+    }
+
+    /// Removes every temporary database file in progress (async-signal-safe: it only calls `unlink`).
+    public static func removeAll() {
+        CSQLCipherKitSupport_removeRegisteredTemporaryFiles()
+    }
+}
+
+/// The canonical path of an existing file or folder (symlinks resolved), or `nil`.
+func realPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+}
+
+/// The names in a folder (without `.` and `..`); empty when it cannot be read.
+func directoryEntries(of folder: String) -> [String] {
+    guard let directory = opendir(folder) else { return [] }
+    defer { closedir(directory) }
+    var names: [String] = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) {
+            String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        if name != "." && name != ".." { names.append(name) }
+    }
+    return names
+}
+
+/// The rollback journal's magic: a journal whose header holds it may be hot (it is zeroed when a transaction ends
+/// in PERSIST mode, and the file is deleted in DELETE mode).
+func hasHotJournalHeader(atPath path: String) -> Bool {
+    readFilePrefix(atPath: path, count: 8) == [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7]
+}

@@ -1,0 +1,107 @@
+import CSQLCipher
+
+/// What a copy of a database must have in common with its source: checked before the copy is renamed into place.
+struct DatabaseSummary: Equatable {
+    /// Rows of `sqlite_master`: tables, indexes, views, triggers.
+    var schemaObjectCount: Int
+    /// The row count of every table, by name; `nil` when not counted (a source other connections may write to).
+    var rowCounts: [String: Int]?
+    var userVersion: Int64
+    var applicationID: Int64
+    /// `wal`, `delete`, …
+    var journalMode: String
+}
+
+extension Connection {
+    /// The summary of a schema's database (`main` or an attached one), read in the current transaction when there
+    /// is one.
+    func summary(schema: String = "main", countingRows: Bool) throws -> DatabaseSummary {
+        let quoted = Self.quoteIdentifier(schema)
+        var rowCounts: [String: Int]?
+        if countingRows {
+            var counts: [String: Int] = [:]
+            let tables = try all(
+                "SELECT name FROM \(quoted).sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'",
+                as: String.self)
+            for table in tables {
+                counts[table] = try scalar(
+                    "SELECT count(*) FROM \(quoted).\(Self.quoteIdentifier(table))", as: Int.self) ?? 0
+            }
+            rowCounts = counts
+        }
+        return DatabaseSummary(
+            schemaObjectCount: try scalar("SELECT count(*) FROM \(quoted).sqlite_master", as: Int.self) ?? 0,
+            rowCounts: rowCounts,
+            userVersion: try scalar("PRAGMA \(quoted).user_version", as: Int64.self) ?? 0,
+            applicationID: try scalar("PRAGMA \(quoted).application_id", as: Int64.self) ?? 0,
+            journalMode: (try pragmaText("\(quoted).journal_mode") ?? "delete").lowercased())
+    }
+
+    /// The page count of the main database.
+    func pageCount() throws -> Int {
+        try scalar("PRAGMA page_count", as: Int.self) ?? 0
+    }
+
+    /// `PRAGMA cipher_integrity_check` (SQLCipher 4.2+): the pages whose HMAC does not verify. Empty on success, on
+    /// engines without the PRAGMA, on plaintext databases, and for databases without HMACs (the engine then answers
+    /// with a notice, not a failure).
+    func cipherIntegrityFailures() throws -> [String] {
+        guard isEncrypted, SQLCipher.supports(.cipherIntegrityCheck) else { return [] }
+        let rows = try all("PRAGMA cipher_integrity_check", as: String.self)
+        // With cipher_use_hmac OFF the engine returns one row saying it cannot check: there is nothing to verify.
+        return rows.filter { !$0.lowercased().contains("hmac is not enabled") }
+    }
+
+    /// Opens a copy without creating it, with the key and settings it must open with, and checks it: every page
+    /// (`quick_check`, and page HMACs on SQLCipher 4.2+), the header is not plaintext when it must be encrypted,
+    /// and what it has in common with the source (schema, row counts when counted, `user_version`,
+    /// `application_id`, journal mode, page count when given).
+    ///
+    /// - Throws: ``DatabaseError/verificationFailed`` naming the first difference; the open's own error (a wrong
+    ///   key, a missing file) as it is.
+    static func verifyCopy(
+        at path: String, encryption: Encryption, expected: DatabaseSummary?, pageCount expectedPageCount: Int? = nil
+    ) throws {
+        func fail(_ message: String) -> DatabaseError {
+            DatabaseError(
+                kind: .verificationFailed, code: DatabaseError.SQLITE_CORRUPT,
+                message: "the copy did not verify: \(message); it was removed")
+        }
+        if encryption.requiresEncryptedHeader && hasPlaintextSQLiteHeader(atPath: path) {
+            throw fail("its header is plaintext although it should be encrypted")
+        }
+        let copy = try Connection(path: path, encryption: encryption, options: OpenOptions(mode: .readWrite))
+        defer { copy.close() }
+        let report = try copy.all("PRAGMA quick_check", as: String.self)
+        guard report == ["ok"] else {
+            throw fail("PRAGMA quick_check: " + report.prefix(5).joined(separator: "; "))
+        }
+        let failures = try copy.cipherIntegrityFailures()
+        guard failures.isEmpty else {
+            throw fail(failures.prefix(3).joined(separator: "; "))
+        }
+        if let expectedPageCount {
+            let pageCount = try copy.pageCount()
+            guard pageCount == expectedPageCount else {
+                throw fail("it has \(pageCount) pages, the source \(expectedPageCount)")
+            }
+        }
+        guard let expected else { return }
+        let actual = try copy.summary(countingRows: expected.rowCounts != nil)
+        guard actual.schemaObjectCount == expected.schemaObjectCount else {
+            throw fail("it has \(actual.schemaObjectCount) schema objects, the source \(expected.schemaObjectCount)")
+        }
+        if let expectedCounts = expected.rowCounts, let actualCounts = actual.rowCounts, expectedCounts != actualCounts {
+            let table = expectedCounts.keys.sorted().first { expectedCounts[$0] != actualCounts[$0] } ?? "?"
+            throw fail(
+                "table \(table) has \(actualCounts[table].map(String.init) ?? "no") rows, the source"
+                    + " \(expectedCounts[table].map(String.init) ?? "none")")
+        }
+        guard actual.userVersion == expected.userVersion, actual.applicationID == expected.applicationID else {
+            throw fail("user_version or application_id differ from the source")
+        }
+        guard actual.journalMode == expected.journalMode || expected.journalMode != "wal" else {
+            throw fail("its journal mode is \(actual.journalMode), the source's wal")
+        }
+    }
+}

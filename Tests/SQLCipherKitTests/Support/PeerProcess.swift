@@ -1,0 +1,129 @@
+import Foundation
+import SQLCipherKit
+import Testing
+
+/// Another process with its own SQLCipher connection to a database: it holds locks and writes while the code under
+/// test runs, as a second service or an operator's shell would.
+///
+/// It is python's `sqlcipher3` module (SQLCipher 4, installed by .ci/test), which opens SQLCipher 3 files with
+/// `cipher_compatibility = 3`; the file-locking protocol is the same whatever the engine. The key reaches it through
+/// an environment variable, never argv.
+final class PeerProcess {
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+
+    /// Whether the peer can run here (python3 with sqlcipher3).
+    static let isAvailable: Bool = {
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        probe.arguments = ["python3", "-c", "import sqlcipher3"]
+        probe.standardOutput = FileHandle.nullDevice
+        probe.standardError = FileHandle.nullDevice
+        var environment = ProcessInfo.processInfo.environment
+        environment["LD_PRELOAD"] = nil
+        environment["LD_LIBRARY_PATH"] = nil
+        probe.environment = environment
+        guard (try? probe.run()) != nil else { return false }
+        probe.waitUntilExit()
+        return probe.terminationStatus == 0
+    }()
+
+    static let unavailableReason = "needs python3 with sqlcipher3 (pip install sqlcipher3==0.6.4), as .ci/test installs"
+
+    private static let script = #"""
+        import os, select, sys, time, sqlcipher3
+        db = sqlcipher3.connect(sys.argv[1], timeout=60, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA cipher_log_level = NONE")
+        db.execute('PRAGMA key = "%s"' % os.environ["PEER_KEY"])
+        if os.environ.get("PEER_COMPATIBILITY") == "3":
+            db.execute("PRAGMA cipher_compatibility = 3")
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        print("ready", flush=True)
+        for line in sys.stdin:
+            words = line.split()
+            if not words:
+                continue
+            if words[0] == "lock":
+                db.execute("BEGIN EXCLUSIVE")
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            elif words[0] == "unlock":
+                db.execute("COMMIT")
+            elif words[0] == "write-every":
+                # Inserts a row every N ms until a line arrives on stdin; answers with the number written.
+                interval = int(words[1]) / 1000.0
+                written = 0
+                print("writing", flush=True)
+                while not select.select([sys.stdin], [], [], 0)[0]:
+                    db.execute("INSERT INTO t(body) VALUES ('peer write')")
+                    written += 1
+                    time.sleep(interval)
+                sys.stdin.readline()
+                print("wrote %d" % written, flush=True)
+                continue
+            elif words[0] == "quit":
+                break
+            print("ok", flush=True)
+        """#
+
+    /// Starts the peer on a database with a raw key (its `x'…'` text).
+    init(database: String, rawKeyText: String = TestKeys.rawText) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", Self.script, database]
+        var environment = ProcessInfo.processInfo.environment
+        // The SQLCipher 4 leg preloads libraries for this test process; python brings its own engine.
+        environment["LD_PRELOAD"] = nil
+        environment["LD_LIBRARY_PATH"] = nil
+        environment["PEER_KEY"] = rawKeyText
+        environment["PEER_COMPATIBILITY"] = Engine.isVersion4 ? "4" : "3"
+        process.environment = environment
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        try expectLine("ready")
+    }
+
+    /// Sends a command and waits for its answer (`ok`, or what the command prints).
+    @discardableResult
+    func send(_ command: String, expecting answer: String = "ok") throws -> String {
+        input.fileHandleForWriting.write(Data((command + "\n").utf8))
+        return try expectLine(answer)
+    }
+
+    /// Reads one line of the peer's output; it must start with `prefix`.
+    @discardableResult
+    func expectLine(_ prefix: String) throws -> String {
+        var line = Data()
+        while true {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            guard let first = byte.first else { break }
+            if first == UInt8(ascii: "\n") { break }
+            line.append(first)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.hasPrefix(prefix) else {
+            throw PeerError(message: "the peer process answered `\(text)` instead of `\(prefix)…`")
+        }
+        return text
+    }
+
+    /// Ends the peer (its connection closes with it).
+    func stop() {
+        input.fileHandleForWriting.write(Data("quit\n".utf8))
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+
+    deinit {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    struct PeerError: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
+}
