@@ -10,6 +10,10 @@ struct BenchmarkOptions {
     /// Fewer iterations, for a quick look (the medians are then noisier).
     var isQuick = false
 
+    /// One warm-up and one timed pass of fetch, decodable and insert: for counting instructions under callgrind,
+    /// where the second pass of each workload is the figure (see Docs/Performance.md).
+    var isSinglePass = false
+
     /// The folder in which a temporary sub-folder holds the databases; the system's temporary folder by default.
     var baseDirectory: String?
 
@@ -19,10 +23,10 @@ struct BenchmarkOptions {
     /// The least size of the database the backup benchmark copies, in MB (10^6 bytes).
     var backupMegabyteCount = 200
 
-    var warmUpCount: Int { isQuick ? 1 : 2 }
-    var fetchIterationCount: Int { isQuick ? 5 : 15 }
-    var decodableIterationCount: Int { isQuick ? 5 : 15 }
-    var insertIterationCount: Int { isQuick ? 5 : 15 }
+    var warmUpCount: Int { isQuick || isSinglePass ? 1 : 2 }
+    var fetchIterationCount: Int { isSinglePass ? 1 : isQuick ? 5 : 15 }
+    var decodableIterationCount: Int { isSinglePass ? 1 : isQuick ? 5 : 15 }
+    var insertIterationCount: Int { isSinglePass ? 1 : isQuick ? 5 : 15 }
     // A 200 MB backup takes seconds per contestant; these keep the backup part within about 3 minutes on 2 vCPUs.
     var backupWarmUpCount: Int { isQuick ? 0 : 1 }
     var backupIterationCount: Int { isQuick ? 2 : 5 }
@@ -35,21 +39,23 @@ struct BenchmarkOptions {
     var poolWriteRoundCount: Int { isQuick ? 1 : 2 }
 
     static let usage = """
-        Usage: sqlcipherkit-benchmarks [--quick] [--only LIST] [--backup-mb N] [DIRECTORY]
+        Usage: sqlcipherkit-benchmarks [--quick] [--single-pass] [--only LIST] [--backup-mb N] [DIRECTORY]
 
         Compares SQLCipherKit with the raw SQLCipher C API on encrypted databases (raw key, no KDF, except in pool):
-          fetch   200,000 rows x 10 INTEGER columns, every column read by index
+          fetch   200,000 rows x 10 INTEGER columns, every column read by index, and by name
           decodable
-                  the same rows decoded into a Decodable struct of 10 Int64 by db.fetchCursor(T.self, sql),
-                  and (no target) by db.fetchAll(T.self, sql) into an array
+                  the same rows decoded into a Decodable struct of 10 Int64 by db.fetchCursor(T.self, sql)
+                  and db.fetchAll(T.self, sql), and (no target) built by a FetchableRecord's init(row:)
           insert  50,000 rows x 10 INTEGER, one transaction, one prepared statement
           backup  an encrypted database of at least N MB copied with the online backup API into a new file:
                   sqlite3_backup_step(-1) against db.backup(toPath:) (which also verifies, fsyncs and renames)
                   and db.backup(to: Connection) (copy and quick_check)
           pool    DatabasePool with a passphrase: open latency (plain Connection, the pool's first connection,
-                  its Nth), read throughput with 1, 2 and 4 readers, write throughput alone and with 2 readers
+                  its Nth), one pool.read against a raw BEGIN; SELECT; COMMIT, read throughput with 1, 2 and 4
+                  readers (threads and tasks), write throughput alone and with 2 readers
 
           --quick          fewer iterations (noisier medians)
+          --single-pass    one warm-up and one timed pass of fetch, decodable and insert (for callgrind)
           --only LIST      comma-separated benchmarks to run: fetch, decodable, insert, backup, pool
                            (default: all)
           --backup-mb N    size of the backup benchmark's database in MB (default 200)
@@ -83,6 +89,8 @@ struct BenchmarkOptions {
             switch argument {
             case "--quick":
                 options.isQuick = true
+            case "--single-pass":
+                options.isSinglePass = true
             case "--only":
                 options.selectedBenchmarks = try parseBenchmarkList(try value(of: argument))
             case "--backup-mb":

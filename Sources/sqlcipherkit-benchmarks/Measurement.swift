@@ -75,3 +75,38 @@ func compare(
         second.wrapperSeconds.append(seconds[2])
     }
 }
+
+/// Runs the raw side and every SQLCipherKit contestant `warmUpCount + iterationCount` times, in an order rotated
+/// every iteration, and returns one measurement per contestant, each against the same raw runs.
+func compareRotating(
+    _ measurements: [Measurement], warmUpCount: Int, iterationCount: Int,
+    raw: (_ iteration: Int) throws -> Double, contestants: [(_ iteration: Int) throws -> Double]
+) throws -> [Measurement] {
+    precondition(measurements.count == contestants.count)
+    var measurements = measurements
+    let runnerCount = contestants.count + 1
+    for iteration in 0..<(warmUpCount + iterationCount) {
+        var seconds = Array(repeating: 0.0, count: runnerCount)
+        for step in 0..<runnerCount {
+            let contestant = (iteration + step) % runnerCount
+            seconds[contestant] = try contestant == 0 ? raw(iteration) : contestants[contestant - 1](iteration)
+        }
+        guard iteration >= warmUpCount else { continue }
+        for index in measurements.indices {
+            measurements[index].rawSeconds.append(seconds[0])
+            measurements[index].wrapperSeconds.append(seconds[index + 1])
+        }
+    }
+    return measurements
+}
+
+extension Measurement {
+    /// `self`'s SQLCipherKit times against `baseline`'s SQLCipherKit times (same iterations), e.g. by name against
+    /// by index.
+    func relative(to baseline: Measurement, name: String, targetRatio: Double?) -> Measurement {
+        var relative = Measurement(name: name, rowCount: rowCount, targetRatio: targetRatio)
+        relative.rawSeconds = baseline.wrapperSeconds
+        relative.wrapperSeconds = wrapperSeconds
+        return relative
+    }
+}

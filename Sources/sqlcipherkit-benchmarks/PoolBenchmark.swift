@@ -1,3 +1,4 @@
+import CSQLCipher
 import Dispatch
 import SQLCipherKit
 import Synchronization
@@ -58,6 +59,44 @@ enum PoolBenchmark {
 
     static func lookup(_ db: Connection, id: Int) throws -> Int64 {
         try db.first(lookupSQL, id, map: { row in try row[0] as Int64 }) ?? 0
+    }
+
+    // MARK: - One point read against the C API
+
+    static let pointReadCount = 20_000
+
+    /// `pointReadCount` lookups, each in its own `pool.read`; returns the checksum.
+    @inline(never)
+    static func poolPointReads(_ pool: DatabasePool) throws -> Int64 {
+        var picker = RowPicker(seed: 7)
+        var checksum: Int64 = 0
+        for _ in 0..<pointReadCount {
+            let id = picker.next()
+            checksum &+= try pool.read { db in try lookup(db, id: id) }
+        }
+        return checksum
+    }
+
+    /// The same lookups through the C API: BEGIN DEFERRED, the SELECT, COMMIT, each prepared once.
+    @inline(never)
+    static func rawPointReads(_ raw: RawConnection) throws -> Int64 {
+        let begin = try raw.prepare("BEGIN DEFERRED TRANSACTION")
+        let select = try raw.prepare(lookupSQL)
+        let commit = try raw.prepare("COMMIT TRANSACTION")
+        defer { for statement in [begin, select, commit] { sqlite3_finalize(statement) } }
+        var picker = RowPicker(seed: 7)
+        var checksum: Int64 = 0
+        for _ in 0..<pointReadCount {
+            let id = picker.next()
+            guard sqlite3_step(begin) == SQLITE_DONE else { throw BenchmarkError.mismatch("BEGIN failed") }
+            sqlite3_reset(begin)
+            sqlite3_bind_int64(select, 1, Int64(id))
+            if sqlite3_step(select) == SQLITE_ROW { checksum &+= sqlite3_column_int64(select, 0) }
+            sqlite3_reset(select)
+            guard sqlite3_step(commit) == SQLITE_DONE else { throw BenchmarkError.mismatch("COMMIT failed") }
+            sqlite3_reset(commit)
+        }
+        return checksum
     }
 
     // MARK: - Open latency
@@ -354,6 +393,9 @@ struct PoolMeasurement {
     var writesGrowingWAL: PoolBenchmark.WriteRun?
     var walByteCountAfterGrowth: Int64 = 0
     var writesAlone: [PoolBenchmark.WriteRun] = []
+    /// Seconds per pass of ``PoolBenchmark/pointReadCount`` lookups: `pool.read` and raw C.
+    var pointReadPool: [Double] = []
+    var pointReadRaw: [Double] = []
     var writesWithReaders: [PoolBenchmark.WriteRun] = []
 
     /// Opening read minus warm read, per reader index, over all rounds.
@@ -411,6 +453,25 @@ func runPoolBenchmark(_ options: BenchmarkOptions, directory: String, rawKeyText
     try measureOpenLatency(
         options, path: path, passphrase: passphrase, rawKeyPath: rawKeyPath, rawKey: rawKey, rawKeyText: rawKeyText,
         into: &measurement)
+
+    // One point read: a pool with one reader and a C connection on the raw-key twin, alternating.
+    do {
+        let pointPool = try DatabasePool(
+            path: rawKeyPath, keyProvider: .fixed(rawKey), configuration: .init(maximumReaderCount: 1))
+        defer { pointPool.close() }
+        let raw = try RawConnection(path: rawKeyPath, rawKeyText: rawKeyText)
+        try raw.execute("PRAGMA query_only = 1")
+        var poolSum: Int64 = 0
+        var rawSum: Int64 = 0
+        var point = Measurement(name: "point read", rowCount: PoolBenchmark.pointReadCount, targetRatio: 1.3)
+        try compare(
+            &point, warmUpCount: options.poolWarmUpCount + 1, iterationCount: options.poolOpenRoundCount,
+            raw: { _ in try measureSeconds { rawSum = try PoolBenchmark.rawPointReads(raw) } },
+            wrapper: { _ in try measureSeconds { poolSum = try PoolBenchmark.poolPointReads(pointPool) } })
+        guard poolSum == rawSum else { throw BenchmarkError.mismatch("point read sums \(poolSum) and \(rawSum)") }
+        measurement.pointReadPool = point.wrapperSeconds
+        measurement.pointReadRaw = point.rawSeconds
+    }
     let openSeconds = BackupBenchmark.seconds(clock.now - start) - setupSeconds
 
     // Throughput: one new pool with 4 readers; every level in every round, so that drift is shared.

@@ -276,7 +276,31 @@ func printPoolReport(
             formatted(median(measurement.readsInTasks[level], \.voluntarySwitchesPerThousand), decimals: 0),
         ]))
     }
+    let maximumLevel = PoolBenchmark.concurrencyLevels.max()!
+    let taskShare = baseTasks / baseThreads
+    let taskScaling = median(measurement.readsInTasks[maximumLevel], \.operationsPerSecond) / baseTasks
+    let switchesPerRead = median(measurement.readsInTasks[1], \.voluntarySwitchesPerThousand) / 1000
+    print("  async, 1 reader: \(formatted(taskShare, decimals: 2))x the threaded figure (target >= 0.70x:"
+        + " \(taskShare >= 0.7 ? "yes" : "NO")); \(formatted(switchesPerRead, decimals: 3)) voluntary context"
+        + " switches per read")
+    print("  async, 1 to \(maximumLevel) readers: \(formatted(taskScaling, decimals: 2))x (target >= 1.50x:"
+        + " \(taskScaling >= 1.5 ? "yes" : "NO"))")
     print("")
+
+    if !measurement.pointReadPool.isEmpty {
+        var point = Measurement(
+            name: "pool.read of one point lookup", rowCount: PoolBenchmark.pointReadCount, targetRatio: 1.3)
+        point.rawSeconds = measurement.pointReadRaw
+        point.wrapperSeconds = measurement.pointReadPool
+        print("One point lookup per read transaction, one thread, \(PoolBenchmark.pointReadCount) lookups per pass,"
+            + " \(point.rawSeconds.count) passes: DatabasePool.read (1 reader) against BEGIN; SELECT; COMMIT through"
+            + " the C API (prepared once) on a connection to the same file")
+        print("  raw C \(formatted(point.rawMedian * 1e6 / Double(point.rowCount), decimals: 2)) us per read,"
+            + " pool.read \(formatted(point.wrapperMedian * 1e6 / Double(point.rowCount), decimals: 2)) us:"
+            + " \(formatted(point.ratio, decimals: 3))x (paired \(formatted(point.pairedRatioMedian, decimals: 3))x);"
+            + " target <= 1.30x: \(point.meetsTarget ? "yes" : "NO")")
+        print("")
+    }
 
     print("Write throughput: one-row UPDATE by primary key, one write transaction each (synchronous = FULL: one"
         + " fdatasync per commit); median of \(options.poolWriteRoundCount) runs of"

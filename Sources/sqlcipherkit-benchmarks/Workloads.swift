@@ -80,6 +80,23 @@ enum Workloads {
         return sum
     }
 
+    /// The column names, in order: `row[name]` is given the same `String` values a caller's literals would be.
+    static let columnNames = (0..<columnCount).map { "c\($0)" }
+
+    /// Reads every column of every row with a cursor and `row[name] as Int64`; returns the sum.
+    @inline(never)
+    static func wrapperFetchByName(_ db: Connection) throws -> Int64 {
+        var sum: Int64 = 0
+        let rows = try db.cursor(fetchSQL)
+        let names = columnNames
+        while let row = try rows.next() {
+            for name in names {
+                sum &+= try row[name] as Int64
+            }
+        }
+        return sum
+    }
+
     // MARK: - Decodable fetch
 
     /// A row of the fetch table as a `Decodable` record: ten `Int64` properties whose synthesized coding keys are
@@ -88,6 +105,29 @@ enum Workloads {
         let c0, c1, c2, c3, c4, c5, c6, c7, c8, c9: Int64
 
         var sum: Int64 { c0 &+ c1 &+ c2 &+ c3 &+ c4 &+ c5 &+ c6 &+ c7 &+ c8 &+ c9 }
+    }
+
+    /// The same record read by column index through ``FetchableRecord``.
+    struct IndexedRecord: FetchableRecord {
+        let c0, c1, c2, c3, c4, c5, c6, c7, c8, c9: Int64
+
+        init(row: Row) throws {
+            c0 = try row[0]; c1 = try row[1]; c2 = try row[2]; c3 = try row[3]; c4 = try row[4]
+            c5 = try row[5]; c6 = try row[6]; c7 = try row[7]; c8 = try row[8]; c9 = try row[9]
+        }
+
+        var sum: Int64 { c0 &+ c1 &+ c2 &+ c3 &+ c4 &+ c5 &+ c6 &+ c7 &+ c8 &+ c9 }
+    }
+
+    /// Builds every row one at a time with `db.fetchCursor(IndexedRecord.self, sql)` (`init(row:)`); returns the sum.
+    @inline(never)
+    static func recordCursorFetch(_ db: Connection) throws -> Int64 {
+        var sum: Int64 = 0
+        let records = try db.fetchCursor(IndexedRecord.self, fetchSQL)
+        while let record = try records.next() {
+            sum &+= record.sum
+        }
+        return sum
     }
 
     /// Decodes every row one at a time with `db.fetchCursor(FetchRecord.self, sql)`; returns the sum of all fields.

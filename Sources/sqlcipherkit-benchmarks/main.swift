@@ -86,7 +86,8 @@ func runFetchAndInsertBenchmarks(_ options: BenchmarkOptions, databasePath: Stri
     print("Fetch, Decodable fetch and insert (same encrypted file for both sides)")
     let iterations = [
         (BenchmarkOptions.Benchmark.fetch, options.fetchIterationCount, ""),
-        (.decodable, options.decodableIterationCount, " (raw, fetchCursor and fetchAll in rotating order)"),
+        (.decodable, options.decodableIterationCount,
+         " (raw, fetchCursor, fetchAll and FetchableRecord in rotating order)"),
         (.insert, options.insertIterationCount, ""),
     ].filter { selected.contains($0.0) }.map { benchmark, count, note in
         "\(options.warmUpCount) + \(count) \(benchmark.rawValue)\(note)"
@@ -105,39 +106,57 @@ func runFetchAndInsertBenchmarks(_ options: BenchmarkOptions, databasePath: Stri
     var measurements: [Measurement] = []
     var rawSum: Int64 = 0
     if selected.contains(.fetch) {
-        // Every iteration reads the whole table (larger than the page cache, so pages are decrypted each time).
-        var fetch = Measurement(
-            name: "fetch \(Workloads.fetchRowCount) rows x \(Workloads.columnCount) INTEGER",
-            rowCount: Workloads.fetchRowCount, targetRatio: 1.05)
-        var wrapperSum: Int64 = 0
-        try compare(
-            &fetch, warmUpCount: options.warmUpCount, iterationCount: options.fetchIterationCount,
+        // Every iteration reads the whole table (larger than the page cache, so pages are decrypted each time). Raw,
+        // by index and by name run in an order rotated every iteration.
+        let rows = "\(Workloads.fetchRowCount) rows x \(Workloads.columnCount) INTEGER"
+        var indexSum: Int64 = 0
+        var nameSum: Int64 = 0
+        let fetch = try compareRotating(
+            [
+                Measurement(name: "fetch \(rows), row[i]", rowCount: Workloads.fetchRowCount, targetRatio: 1.05),
+                Measurement(name: "fetch by name, row[\"c0\"]...", rowCount: Workloads.fetchRowCount,
+                            targetRatio: nil),
+            ],
+            warmUpCount: options.warmUpCount, iterationCount: options.fetchIterationCount,
             raw: { _ in try measureSeconds { rawSum = try Workloads.rawFetch(raw) } },
-            wrapper: { _ in try measureSeconds { wrapperSum = try Workloads.wrapperFetch(db) } })
-        guard rawSum == wrapperSum else { throw BenchmarkError.mismatch("fetch sums \(rawSum) and \(wrapperSum)") }
-        measurements.append(fetch)
+            contestants: [
+                { _ in try measureSeconds { indexSum = try Workloads.wrapperFetch(db) } },
+                { _ in try measureSeconds { nameSum = try Workloads.wrapperFetchByName(db) } },
+            ])
+        guard rawSum == indexSum, rawSum == nameSum else {
+            throw BenchmarkError.mismatch("fetch sums \(rawSum), \(indexSum) and \(nameSum)")
+        }
+        measurements += fetch
+        measurements.append(fetch[1].relative(
+            to: fetch[0], name: "by name / by index (raw column: by index)", targetRatio: 1.3))
     }
 
     if selected.contains(.decodable) {
         // The same table and SQL as the fetch; the raw side is the fetch's C loop, timed again in this rotation.
-        var cursor = Measurement(
-            name: "decodable fetchCursor \(Workloads.fetchRowCount) rows", rowCount: Workloads.fetchRowCount,
-            targetRatio: 2)
-        var array = Measurement(
-            name: "decodable fetchAll \(Workloads.fetchRowCount) rows (array)", rowCount: Workloads.fetchRowCount,
-            targetRatio: nil)
         var cursorSum: Int64 = 0
         var arraySum: Int64 = 0
-        try compare(
-            &cursor, &array, warmUpCount: options.warmUpCount, iterationCount: options.decodableIterationCount,
+        var recordSum: Int64 = 0
+        let decodable = try compareRotating(
+            [
+                Measurement(name: "decodable fetchCursor \(Workloads.fetchRowCount) rows",
+                            rowCount: Workloads.fetchRowCount, targetRatio: 1.5),
+                Measurement(name: "decodable fetchAll \(Workloads.fetchRowCount) rows (array)",
+                            rowCount: Workloads.fetchRowCount, targetRatio: 1.5),
+                Measurement(name: "FetchableRecord fetchCursor, init(row:)", rowCount: Workloads.fetchRowCount,
+                            targetRatio: nil),
+            ],
+            warmUpCount: options.warmUpCount, iterationCount: options.decodableIterationCount,
             raw: { _ in try measureSeconds { rawSum = try Workloads.rawFetch(raw) } },
-            first: { _ in try measureSeconds { cursorSum = try Workloads.decodingCursorFetch(db) } },
-            second: { _ in try measureSeconds { arraySum = try Workloads.fetchAllDecoded(db) } })
-        guard rawSum == cursorSum, rawSum == arraySum else {
-            throw BenchmarkError.mismatch("decodable fetch sums \(rawSum), \(cursorSum) and \(arraySum)")
+            contestants: [
+                { _ in try measureSeconds { cursorSum = try Workloads.decodingCursorFetch(db) } },
+                { _ in try measureSeconds { arraySum = try Workloads.fetchAllDecoded(db) } },
+                { _ in try measureSeconds { recordSum = try Workloads.recordCursorFetch(db) } },
+            ])
+        guard rawSum == cursorSum, rawSum == arraySum, rawSum == recordSum else {
+            throw BenchmarkError.mismatch(
+                "decodable fetch sums \(rawSum), \(cursorSum), \(arraySum) and \(recordSum)")
         }
-        measurements.append(cursor)
-        measurements.append(array)
+        measurements += decodable
     }
 
     if selected.contains(.insert) {
@@ -177,7 +196,7 @@ func runFetchAndInsertBenchmarks(_ options: BenchmarkOptions, databasePath: Stri
         // The name up to its first number: "fetch", "decodable fetchCursor", "insert".
         let label = measurement.name.split(separator: " ").prefix(while: { $0.first?.isLetter ?? false })
             .joined(separator: " ")
-        return "\(label) <= \(formatted(target, decimals: 2))x raw"
+        return "\(label) <= \(formatted(target, decimals: 2))x \(label.hasPrefix("by name") ? "by index" : "raw")"
     }
     let checksum = selected.isDisjoint(with: [.fetch, .decodable]) ? "" : "checksum \(rawSum); "
     print(checksum + "targets: " + targets.joined(separator: ", ")

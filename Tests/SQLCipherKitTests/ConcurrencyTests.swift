@@ -71,9 +71,14 @@ struct ConcurrencyTests {
         try Self.makeAccounts(pool)
         let release = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
-        let holder = Task.detached {
-            try await pool.read { _ in started.signal(); release.wait() }
+        // The reader is held on a thread of its own: waiting here for a task to start would block a thread of the
+        // cooperative pool, which on a 2-core machine may be the one that task needs.
+        let finished = DispatchSemaphore(value: 0)
+        let holder = Thread {
+            _ = try? pool.read { _ in started.signal(); release.wait() }
+            finished.signal()
         }
+        holder.start()
         started.wait()
         let waiting = Task { try await pool.read { db in try db.scalar("SELECT 1", as: Int.self) } }
         try await Task.sleep(for: .milliseconds(50))
@@ -81,7 +86,7 @@ struct ConcurrencyTests {
         let result = await waiting.result
         #expect(throws: CancellationError.self) { try result.get() }
         release.signal()
-        try await holder.value
+        finished.wait()
         #expect(try await pool.read { db in try db.scalar("SELECT 2", as: Int.self) } == 2)
     }
 
@@ -138,8 +143,9 @@ struct ConcurrencyTests {
             try EncryptionTests.makeDatabase(path, key: TestKeys.passphrase, rows: 10)
         }
         let before = KeyDerivation.derivationCount
+        // On the readers' queues, the 8 reads run at once whatever the number of cooperative threads.
         let pool = try DatabasePool(path: path, keyProvider: .fixed(TestKeys.passphrase),
-                                    configuration: .init(maximumReaderCount: 8))
+                                    configuration: .init(maximumReaderCount: 8, asyncReadExecution: .readerQueue))
         if !existingFile {
             try await pool.write { db in
                 try db.execute("CREATE TABLE t(body TEXT)")

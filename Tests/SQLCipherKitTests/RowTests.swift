@@ -320,3 +320,83 @@ struct RowAfterCloseTests {
         #expect("\(row)" == "[row of a closed connection]")
     }
 }
+
+@Suite("Row names resolved once per statement")
+struct RowNameLookupTests {
+    @Test("duplicate names read the first column; case-insensitive and odd names resolve; missing ones throw")
+    func oddNames() throws {
+        try withTemporaryDirectory { dir in
+            let db = try Connection(path: dir.path("names.db"), key: TestKeys.raw)
+            let sql = """
+                SELECT 1 AS a, 2 AS a, 3 AS "with space", 4 AS "É", 5 AS "a_name_longer_than_fifteen_bytes", \
+                6 AS "", 7 AS "A"
+                """
+            let rows = try db.cursor(sql)
+            let row = try #require(try rows.next())
+            for _ in 0..<3 {
+                #expect(try row["a"] as Int == 1)       // the first of the two columns named a
+                #expect(try row["A"] as Int == 7)       // an exact match comes before a case-insensitive one
+                #expect(try row["with space"] as Int == 3)
+                #expect(try row["É"] as Int == 4)
+                #expect(try row["a_name_longer_than_fifteen_bytes"] as Int == 5)
+                #expect(try row["A_NAME_LONGER_THAN_FIFTEEN_BYTES"] as Int == 5)
+                #expect(try row["with SPACE"] as Int == 3)
+                #expect(try row[""] as Int == 6)
+                let error = expectError(.invalidArgument) { try row["missing"] as Int }
+                #expect(error?.message.contains("no column named `missing`") == true)
+            }
+        }
+    }
+
+    @Test("names read in a different order on every row, or skipped, still find their own columns")
+    func changingOrder() throws {
+        try withTemporaryDirectory { dir in
+            let db = try Connection(path: dir.path("order.db"), key: TestKeys.raw)
+            try db.execute("CREATE TABLE t(a INTEGER, b INTEGER, c INTEGER, d TEXT)")
+            for value in 0..<20 { try db.execute("INSERT INTO t VALUES (?, ?, ?, ?)", value, value * 10, value * 100, "v\(value)") }
+            let orders: [[String]] = [["a", "b", "c", "d"], ["d", "c", "b", "a"], ["c"], ["b", "d"], ["A", "D", "b"]]
+            let rows = try db.cursor("SELECT a, b, c, d FROM t ORDER BY a")
+            var rowIndex = 0
+            while let row = try rows.next() {
+                for name in orders[rowIndex % orders.count] {
+                    switch name.lowercased() {
+                    case "a": #expect(try row[name] as Int == rowIndex)
+                    case "b": #expect(try row[name] as Int == rowIndex * 10)
+                    case "c": #expect(try row[name] as Int == rowIndex * 100)
+                    default: #expect(try row[name] as String == "v\(rowIndex)")
+                    }
+                }
+                rowIndex += 1
+            }
+            #expect(rowIndex == 20)
+        }
+    }
+
+    @Test("a statement with more names than it remembers still finds every column")
+    func manyNames() throws {
+        try withTemporaryDirectory { dir in
+            let db = try Connection(path: dir.path("many.db"), key: TestKeys.raw)
+            let columns = (0..<80).map { "\($0) AS c\($0)" }.joined(separator: ", ")
+            let rows = try db.cursor("SELECT \(columns)")
+            let row = try #require(try rows.next())
+            for _ in 0..<2 {
+                for index in 0..<80 { #expect(try row["c\(index)"] as Int == index) }
+                for index in stride(from: 79, through: 0, by: -1) { #expect(try row["C\(index)"] as Int == index) }
+            }
+        }
+    }
+
+    @Test("copied rows of one statement share its names; a TEXT column read by name as Int still throws")
+    func copiedRows() throws {
+        try withTemporaryDirectory { dir in
+            let db = try Connection(path: dir.path("copied.db"), key: TestKeys.raw)
+            try db.execute("CREATE TABLE t(id INTEGER, label TEXT)")
+            try db.execute("INSERT INTO t VALUES (1, 'one'), (2, 'two')")
+            let rows = try db.query("SELECT id, label FROM t ORDER BY id")
+            #expect(try rows.map { try $0["label"] as String } == ["one", "two"])
+            #expect(try rows.map { try $0["id"] as Int } == [1, 2])
+            let error = expectError(.valueConversion) { try rows[0]["label"] as Int }
+            #expect(error?.message.contains("column `label` (index 1)") == true)
+        }
+    }
+}

@@ -33,11 +33,18 @@ final class RowDecodingContext {
     }
 
     // Read and written for every column of every row; the dynamic exclusivity checks cost more than the lookup
-    // itself. Sound without them: the context belongs to one thread and no access overlaps another.
+    // itself. Sound without them: the context belongs to one thread and no access overlaps another. A plain pointer
+    // (capacity ``maximumLearntKeyCount``, allocated at the first key) rather than an array: comparing a key with
+    // the learnt name in place does not retain and release the name for every column.
     @exclusivity(unchecked)
-    private var learntKeys: [LearntKey] = []
+    private var learntKeys: UnsafeMutablePointer<LearntKey>?
+    @exclusivity(unchecked)
+    private var learntKeyCount = 0
     @exclusivity(unchecked)
     private var keyPosition = 0
+
+    /// The most keys learnt; further ones are looked up through the statement every time.
+    private static let maximumLearntKeyCount = 256
 
     private lazy var jsonDecoder = CodableJSON.makeDecoder()
 
@@ -72,6 +79,13 @@ final class RowDecodingContext {
         } else {
             self.sqliteStatement = nil
             self.values = try row.databaseValues
+        }
+    }
+
+    deinit {
+        if let learntKeys {
+            learntKeys.deinitialize(count: learntKeyCount)
+            learntKeys.deallocate()
         }
     }
 
@@ -114,9 +128,9 @@ final class RowDecodingContext {
         let name = key.stringValue
         let position = keyPosition
         keyPosition = position &+ 1
-        if position < learntKeys.count {
-            let learnt = learntKeys[position]
-            if learnt.name == name { return learnt.index >= 0 ? learnt.index : nil }
+        if position < learntKeyCount, let learntKeys, learntKeys[position].name == name {
+            let index = learntKeys[position].index
+            return index >= 0 ? index : nil
         }
         return learnColumnIndex(name, at: position)
     }
@@ -124,10 +138,13 @@ final class RowDecodingContext {
     private func learnColumnIndex(_ name: String, at position: Int) -> Int? {
         let index = statement.columnIndex(named: name).flatMap { $0 < columnCount ? $0 : nil }
         let learnt = LearntKey(name: name, index: index ?? -1)
-        if position < learntKeys.count {
+        if position < learntKeyCount, let learntKeys {
             learntKeys[position] = learnt
-        } else if position == learntKeys.count {
-            learntKeys.append(learnt)
+        } else if position == learntKeyCount, position < Self.maximumLearntKeyCount {
+            let keys = learntKeys ?? .allocate(capacity: Self.maximumLearntKeyCount)
+            learntKeys = keys
+            (keys + position).initialize(to: learnt)
+            learntKeyCount += 1
         }
         return index
     }

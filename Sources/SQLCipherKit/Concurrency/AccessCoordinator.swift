@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// A caller waiting for something the coordinator hands over: admission, a reader, the end of in-flight work.
 ///
@@ -54,6 +55,10 @@ final class AccessCoordinator: Sendable {
     let writer: SerializedConnection
     let maximumReaderCount: Int
     let label: String
+    /// Where async reads run (pool only).
+    let asyncReadExecution: DatabasePool.AsyncReadExecution
+    /// How long the pool's recent reads took, to choose where the next async read runs.
+    let readTiming = ReadTiming()
     private let state: Locked<State>
 
     private struct State {
@@ -68,9 +73,13 @@ final class AccessCoordinator: Sendable {
         var readerWaiters: [Waiter<SerializedConnection>] = []
     }
 
-    init(factory: ConnectionFactory, writer: Connection, maximumReaderCount: Int, label: String) {
+    init(
+        factory: ConnectionFactory, writer: Connection, maximumReaderCount: Int, label: String,
+        asyncReadExecution: DatabasePool.AsyncReadExecution = .adaptive
+    ) {
         self.factory = factory
         self.maximumReaderCount = maximumReaderCount
+        self.asyncReadExecution = asyncReadExecution
         self.label = label
         self.state = Locked(State())
         // The writer's queue identifies this coordinator; its readers' queues use the same owner.
@@ -127,20 +136,23 @@ final class AccessCoordinator: Sendable {
     }
 
     func exit() {
-        let toClose: [SerializedConnection] = state.withLock { state in
-            state.inFlightCount -= 1
-            guard state.inFlightCount == 0 else { return [] }
-            if !state.drainWaiters.isEmpty {
-                // A close() or a rekey waits for this moment and takes over (close() must return only once the
-                // connections are closed, so it closes them itself).
-                for waiter in state.drainWaiters { waiter.resume(.success(())) }
-                state.drainWaiters.removeAll()
-                return []
-            }
-            // close() was called from inside a closure and did not wait: the last one out closes.
-            return Self.takeConnectionsIfClosing(&state, writer: writer)
-        }
+        let toClose = state.withLock { state in Self.leave(&state, writer: writer) }
         for connection in toClose { connection.close() }
+    }
+
+    /// The locked part of ``exit()``: returns the connections the caller must close.
+    private static func leave(_ state: inout State, writer: SerializedConnection) -> [SerializedConnection] {
+        state.inFlightCount -= 1
+        guard state.inFlightCount == 0 else { return [] }
+        if !state.drainWaiters.isEmpty {
+            // A close() or a rekey waits for this moment and takes over (close() must return only once the
+            // connections are closed, so it closes them itself).
+            for waiter in state.drainWaiters { waiter.resume(.success(())) }
+            state.drainWaiters.removeAll()
+            return []
+        }
+        // close() was called from inside a closure and did not wait: the last one out closes.
+        return takeConnectionsIfClosing(&state, writer: writer)
     }
 
     /// Suspends until `waiter` is resumed; on task cancellation removes it (with `remove`) and throws.
@@ -205,15 +217,20 @@ final class AccessCoordinator: Sendable {
     private func reserveReader(synchronous: Bool) throws -> ReaderSlot {
         try state.withLock { state in
             if state.isClosed { throw Self.closedError() }
-            if let reader = state.availableReaders.popLast() { return .ready(reader) }
-            if state.readerCount < maximumReaderCount {
-                state.readerCount += 1
-                return .open
-            }
-            let waiter = Waiter<SerializedConnection>(synchronous: synchronous)
-            state.readerWaiters.append(waiter)
-            return .wait(waiter)
+            return reserveReader(&state, synchronous: synchronous)
         }
+    }
+
+    /// The locked part of ``reserveReader(synchronous:)``.
+    private func reserveReader(_ state: inout State, synchronous: Bool) -> ReaderSlot {
+        if let reader = state.availableReaders.popLast() { return .ready(reader) }
+        if state.readerCount < maximumReaderCount {
+            state.readerCount += 1
+            return .open
+        }
+        let waiter = Waiter<SerializedConnection>(synchronous: synchronous)
+        state.readerWaiters.append(waiter)
+        return .wait(waiter)
     }
 
     private func openReader() throws -> SerializedConnection {
@@ -246,6 +263,130 @@ final class AccessCoordinator: Sendable {
             return false
         }
         if closeIt { reader.close() }
+    }
+
+    // MARK: - Reads (admission and a reader together)
+
+    /// How a read is admitted: at once with a reader (or the right to open one, or a place in the readers' queue),
+    /// or behind a rekey's barrier.
+    private enum ReadSlot {
+        case admitted(ReaderSlot)
+        case waitForAdmission(Waiter<Void>)
+    }
+
+    /// Admission and a reader in one critical section: a read takes the mutex twice (here and in
+    /// ``exitReading(_:)``) instead of four times.
+    private func reserveRead(synchronous: Bool) throws -> ReadSlot {
+        try refuseReentrance()
+        return try state.withLock { state in
+            if state.isClosed { throw Self.closedError() }
+            if state.isBarrierUp {
+                let waiter = Waiter<Void>(synchronous: synchronous)
+                state.admissionWaiters.append(waiter)
+                return .waitForAdmission(waiter)
+            }
+            state.inFlightCount += 1
+            return .admitted(reserveReader(&state, synchronous: synchronous))
+        }
+    }
+
+    /// Admits the caller and gives it a reader, blocking; pair with ``exitReading(_:)``.
+    func enterForReading() throws -> SerializedConnection {
+        let slot: ReaderSlot
+        switch try reserveRead(synchronous: true) {
+        case .admitted(let admitted):
+            slot = admitted
+        case .waitForAdmission(let waiter):
+            try waiter.wait()
+            do { return try acquireReader() } catch {
+                exit()
+                throw error
+            }
+        }
+        do {
+            switch slot {
+            case .ready(let reader): return reader
+            case .open: return try openReader()
+            case .wait(let waiter): return try waiter.wait()
+            }
+        } catch {
+            exit()
+            throw error
+        }
+    }
+
+    /// Admits the caller and gives it a reader, suspending; pair with ``exitReading(_:)``. A task cancelled while it
+    /// waits stops waiting and throws `CancellationError`.
+    func enterForReading() async throws -> SerializedConnection {
+        let slot: ReaderSlot
+        switch try reserveRead(synchronous: false) {
+        case .admitted(let admitted):
+            slot = admitted
+        case .waitForAdmission(let waiter):
+            try await wait(for: waiter) { state in state.admissionWaiters.removeAll { $0 === waiter } }
+            do { return try await acquireReader() } catch {
+                exit()
+                throw error
+            }
+        }
+        do {
+            switch slot {
+            case .ready(let reader): return reader
+            case .open: return try openReader()
+            case .wait(let waiter):
+                return try await wait(for: waiter) { state in state.readerWaiters.removeAll { $0 === waiter } }
+            }
+        } catch {
+            exit()
+            throw error
+        }
+    }
+
+    /// Gives the reader back and leaves, in one critical section (two when the reader must be closed first: a
+    /// rekey or close() waiting for the work in flight must find it closed).
+    func exitReading(_ reader: SerializedConnection) {
+        let (closeReader, toClose): (Bool, [SerializedConnection]) = state.withLock { state in
+            if state.isClosed || state.isBarrierUp {
+                state.readerCount -= 1
+                return (true, [])
+            }
+            if !state.readerWaiters.isEmpty {
+                state.readerWaiters.removeFirst().resume(.success(reader))
+            } else {
+                state.availableReaders.append(reader)
+            }
+            return (false, Self.leave(&state, writer: writer))
+        }
+        if closeReader {
+            reader.close()
+            exit()
+        }
+        for connection in toClose { connection.close() }
+    }
+
+    /// Runs `body` in a read transaction on a reader, on the calling thread (the reader is the caller's alone).
+    func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        let reader = try enterForReading()
+        defer { exitReading(reader) }
+        return try reader.withExclusiveAccess { db in try db.transaction(.deferred) { try body(db) } }
+    }
+
+    /// Runs `body` in a read transaction on a reader: in place on the task's thread while the pool's reads are short
+    /// (see ``DatabasePool/AsyncReadExecution``), on the reader's queue otherwise.
+    func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        let reader = try await enterForReading()
+        defer { exitReading(reader) }
+        let timing = readTiming
+        if asyncReadExecution == .adaptive && timing.isShort {
+            // Same contract as the queue: a task cancelled before the closure starts does not run it.
+            if Task.isCancelled { throw CancellationError() }
+            return try timing.measure {
+                try reader.withExclusiveAccess { db in try db.transaction(.deferred) { try body(db) } }
+            }
+        }
+        return try await reader.async { db in
+            try timing.measure { try db.transaction(.deferred) { try body(db) } }
+        }
     }
 
     // MARK: - Barrier (rekey) and close
@@ -349,4 +490,32 @@ final class AccessCoordinator: Sendable {
 
     /// How many reader connections are open (for tests and metrics).
     var openReaderCount: Int { state.withLock { $0.readerCount } }
+}
+
+/// A running average of how long reads take, shared by the threads of one pool.
+///
+/// An async read runs in place on the task's thread only while this average is short: a read of a few microseconds
+/// then costs no thread hand-off, and a pool whose reads take long (a scan, a report, a wait for a lock) goes back to
+/// the readers' queues, so they do not hold Swift's cooperative threads. The average moves by 1/8 of the difference
+/// at each read; updates from two threads may race and lose one sample, which only makes the average a little less
+/// exact (they are atomic, so there is no data race).
+final class ReadTiming: Sendable {
+    /// Reads whose recent average is under this run in place.
+    static let inPlaceLimitNanoseconds = 100_000
+
+    private let averageNanoseconds = Atomic<Int>(0)
+
+    var isShort: Bool { averageNanoseconds.load(ordering: .relaxed) < Self.inPlaceLimitNanoseconds }
+
+    /// Runs `body` and adds its duration to the average (also when it throws).
+    @inline(__always)
+    func measure<T>(_ body: () throws -> T) rethrows -> T {
+        let start = DispatchTime.now().uptimeNanoseconds
+        defer {
+            let elapsed = Int(clamping: DispatchTime.now().uptimeNanoseconds &- start)
+            let average = averageNanoseconds.load(ordering: .relaxed)
+            averageNanoseconds.store(average + (elapsed - average) / 8, ordering: .relaxed)
+        }
+        return try body()
+    }
 }

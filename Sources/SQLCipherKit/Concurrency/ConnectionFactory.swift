@@ -44,17 +44,96 @@ final class ConnectionFactory: Sendable {
             if let derived = state.derived, derived.parameters == parameters, derived.passphrase.isSameKey(as: key) {
                 return .key(derived.key, settings: settings)
             }
-            let derivedKey = try KeyDerivation.derive(passphrase: key, salt: try salt(), parameters: parameters)
+            let derivedKey: EncryptionKey
+            if let salt = try salt() {
+                derivedKey = try KeyDerivation.derive(passphrase: key, salt: salt, parameters: parameters)
+            } else if let createdKey = try createFileWithSalt(passphrase: key, parameters: parameters) {
+                derivedKey = createdKey
+            } else {
+                // Read-only, or a URI: nothing can be created here; SQLCipher derives from the passphrase itself.
+                return .key(key, settings: settings)
+            }
             state.derived = (key, parameters, derivedKey)
             return .key(derivedKey, settings: settings)
         }
+    }
+
+    /// Serialises the creation of new files across the pools and queues of this process; counts the files created.
+    /// (Not `Locked<Void>`: ThreadSanitizer takes the zero-sized value's address for the mutex field's and reports
+    /// a race.)
+    private static let newFileLock = Locked(0)
+
+    /// For a new (empty or missing) file: derives the key from the salt the file actually gets. A key derived from a
+    /// salt of our own choosing is only right if our page 1 is the one written: another pool or process keying the
+    /// same new file picks its own salt, and whichever writes first wins (the other then reads "not a database";
+    /// SQLCipher 3 even fixes a passphrase connection's salt when it is keyed). So the file is created here, under
+    /// an exclusive lock, with the derived key and its salt; when another writer got there first, its salt is read
+    /// back and the key derived again from it.
+    ///
+    /// - Returns: `nil` when the file cannot be created here (read-only, URI).
+    private func createFileWithSalt(
+        passphrase: EncryptionKey, parameters: KeyDerivation.Parameters
+    ) throws -> EncryptionKey? {
+        guard !options.isURI, options.mode != .readOnly else { return nil }
+        return try Self.newFileLock.withLock { createdCount -> EncryptionKey? in
+            // Another pool of this process may have created it while this one waited.
+            if let salt = try salt() {
+                return try KeyDerivation.derive(passphrase: passphrase, salt: salt, parameters: parameters)
+            }
+            var generator = SystemRandomNumberGenerator()
+            let candidate = (0..<EncryptionKey.saltByteCount).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let derivedKey = try KeyDerivation.derive(passphrase: passphrase, salt: candidate, parameters: parameters)
+            if try writeFirstPage(key: derivedKey) {
+                createdCount += 1
+                return derivedKey
+            }
+            // Another process wrote page 1 first: its salt is the file's.
+            guard let salt = try salt() else {
+                throw DatabaseError(
+                    kind: .invalidState, code: DatabaseError.SQLITE_ERROR,
+                    message: "the new database file could not be created with a salt (path: \(path))")
+            }
+            return try KeyDerivation.derive(passphrase: passphrase, salt: salt, parameters: parameters)
+        }
+    }
+
+    /// Writes page 1 of an empty file with `key` (a raw key with salt), under an exclusive lock.
+    ///
+    /// - Returns: `false` when another connection had written it first (its page 1 does not open with this key).
+    private func writeFirstPage(key: EncryptionKey) throws -> Bool {
+        let creationOptions = OpenOptions(
+            mode: .readWriteCreate, busyTimeout: options.busyTimeout ?? .seconds(5), statementCacheCapacity: 4,
+            logger: options.logger)
+        let connection: Connection
+        do {
+            connection = try Connection(path: path, encryption: .key(key, settings: settings), options: creationOptions)
+        } catch DatabaseError.wrongKey {
+            return false
+        }
+        defer { connection.close() }
+        do {
+            try connection.execute("BEGIN EXCLUSIVE")
+        } catch let error as DatabaseError where error.resultCode == DatabaseError.SQLITE_NOTADB {
+            return false
+        }
+        do {
+            // Setting a header field writes page 1, and with it the salt.
+            try connection.execute("PRAGMA user_version = 0")
+            try connection.execute("COMMIT")
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
+        return true
     }
 
     /// Derives `key` for this database without opening it (rekey needs the new key in raw form).
     func derivedEncryption(for key: EncryptionKey) throws -> Encryption {
         guard key.kind == .passphrase else { return .key(key, settings: settings) }
         let parameters = KeyDerivation.Parameters(settings: settings)
-        return .key(try KeyDerivation.derive(passphrase: key, salt: try salt(), parameters: parameters), settings: settings)
+        // A new file without a salt yet is rekeyed with the passphrase itself.
+        guard let salt = try salt() else { return .key(key, settings: settings) }
+        return .key(try KeyDerivation.derive(passphrase: key, salt: salt, parameters: parameters), settings: settings)
     }
 
     /// Replaces the key provider (after a rekey).
@@ -65,9 +144,9 @@ final class ConnectionFactory: Sendable {
         }
     }
 
-    /// The salt SQLCipher will use: the settings' (plaintext header), the file's first 16 bytes, or a new random one
-    /// for a new file (the first connection then creates the file with it).
-    private func salt() throws -> [UInt8] {
+    /// The salt SQLCipher will use: the settings' (plaintext header), a new random one for a new plaintext-header
+    /// file (which does not store it), the file's first 16 bytes, or `nil` for a new file that has no salt yet.
+    private func salt() throws -> [UInt8]? {
         if let salt = settings.salt { return salt }
         let size = regularFileSize(atPath: path) ?? 0
         if (settings.plaintextHeaderSize ?? 0) > 0 {
@@ -80,7 +159,6 @@ final class ConnectionFactory: Sendable {
         if size >= EncryptionKey.saltByteCount {
             return readFilePrefix(atPath: path, count: EncryptionKey.saltByteCount)
         }
-        var generator = SystemRandomNumberGenerator()
-        return (0..<EncryptionKey.saltByteCount).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        return nil
     }
 }

@@ -27,6 +27,7 @@ extension Connection {
                 let start = UnsafeRawPointer(buffer.baseAddress! + offset).assumingMemoryBound(to: CChar.self)
                 var statement: OpaquePointer?
                 var tail: UnsafePointer<CChar>?
+                handle.guardState.lastRefusal = nil
                 let code = sqlite3_prepare_v2(sqliteConnection, start, -1, &statement, &tail)
                 defer { sqlite3_finalize(statement) }
                 let length = tail.map { $0 - start } ?? (buffer.count - 1 - offset)
@@ -34,7 +35,8 @@ extension Connection {
             }
             let text = String(decoding: utf8[offset..<(offset + length)], as: UTF8.self)
             guard code == SQLITE_OK else {
-                throw DatabaseError.sqlite(code: code, connection: sqliteConnection, sql: text.trimmingWhitespace())
+                throw EncryptionGuard.error(
+                    code: code, connection: sqliteConnection, sql: text.trimmingWhitespace(), state: handle.guardState)
             }
             offset += max(length, 1)
             if isEmpty { continue }  // whitespace or a comment

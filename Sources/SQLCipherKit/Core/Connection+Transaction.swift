@@ -42,7 +42,7 @@ extension Connection {
                 kind: .transactionMisuse, code: DatabaseError.SQLITE_MISUSE,
                 message: "a transaction is already open; transactions do not nest (use savepoint(_:_:) instead)")
         }
-        try runCached("BEGIN \(kind.rawValue) TRANSACTION")
+        try runTransactionStatement(TransactionStatement(begin: kind))
         let result: T
         do {
             result = try body()
@@ -57,7 +57,7 @@ extension Connection {
                     + " statements after it ran outside the transaction")
         }
         do {
-            try runCached("COMMIT TRANSACTION")
+            try runTransactionStatement(.commit)
         } catch {
             rollbackIfActive()
             throw error
@@ -115,30 +115,35 @@ extension Connection {
 
     /// Starts a transaction; pair it with ``commit()`` or ``rollback()``. Prefer ``transaction(_:_:)``.
     public func beginTransaction(_ kind: TransactionKind = .immediate) throws {
-        try runCached("BEGIN \(kind.rawValue) TRANSACTION")
+        try runTransactionStatement(TransactionStatement(begin: kind))
     }
 
     /// Commits the open transaction.
     public func commit() throws {
-        try runCached("COMMIT TRANSACTION")
+        try runTransactionStatement(.commit)
     }
 
     /// Rolls back the open transaction.
     public func rollback() throws {
-        try runCached("ROLLBACK TRANSACTION")
+        try runTransactionStatement(.rollback)
     }
 
     private func rollbackIfActive() {
         // SQLite may already have rolled back by itself (SQLITE_FULL, SQLITE_IOERR, SQLITE_BUSY, SQLITE_NOMEM).
         if isInsideTransaction {
-            try? runCached("ROLLBACK TRANSACTION")
+            try? runTransactionStatement(.rollback)
         }
     }
 
-    /// Runs a parameterless statement from the statement cache (BEGIN/COMMIT/ROLLBACK run on every pool access:
-    /// compiling them each time showed in the pool benchmark).
-    private func runCached(_ sql: String) throws {
-        try cachedStatement(sql).run()
+    /// Runs BEGIN, COMMIT or ROLLBACK from the connection's own slots (they run on every pool access: compiling
+    /// them each time, then hashing their SQL to find them in the statement cache, showed in the pool benchmark).
+    private func runTransactionStatement(_ which: TransactionStatement) throws {
+        if let statement = statementCache.transactionStatements[which.rawValue], !statement.isBusy {
+            return try statement.run()
+        }
+        let statement = try prepare(which.sql)
+        statementCache.transactionStatements[which.rawValue] = statement
+        try statement.run()
     }
 
     /// Quotes an identifier for SQL: `"name"` with embedded quotes doubled.
@@ -155,5 +160,28 @@ extension String {
             if character == target { result += replacement } else { result.append(character) }
         }
         return result
+    }
+}
+
+/// The statements ``Connection/transaction(_:_:)`` runs, each kept prepared on the connection.
+enum TransactionStatement: Int, CaseIterable {
+    case beginDeferred, beginImmediate, beginExclusive, commit, rollback
+
+    init(begin kind: TransactionKind) {
+        switch kind {
+        case .deferred: self = .beginDeferred
+        case .immediate: self = .beginImmediate
+        case .exclusive: self = .beginExclusive
+        }
+    }
+
+    var sql: String {
+        switch self {
+        case .beginDeferred: "BEGIN DEFERRED TRANSACTION"
+        case .beginImmediate: "BEGIN IMMEDIATE TRANSACTION"
+        case .beginExclusive: "BEGIN EXCLUSIVE TRANSACTION"
+        case .commit: "COMMIT TRANSACTION"
+        case .rollback: "ROLLBACK TRANSACTION"
+        }
     }
 }

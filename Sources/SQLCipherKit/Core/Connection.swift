@@ -126,6 +126,7 @@ public final class Connection {
 
     /// Opens a new handle with `encryption`, replacing the current (closed) one.
     func open(encryption: Encryption) throws {
+        try verifyKeyBeforeWriting(encryption: encryption)
         var createdFile = false
         if options.mode == .readWriteCreate && !options.isURI {
             createdFile = FileCreation.createPrivateFileIfMissing(atPath: path)
@@ -304,26 +305,36 @@ public final class Connection {
     ///   (wrap the call in ``transaction(_:_:)`` to make it all-or-nothing).
     public func execute(_ sql: String) throws {
         let sqliteConnection = try checkedConnection(sql: sql)
+        let handle = handle
+        let guardState = handle.guardState
         try sql.withCString { start in
             var next: UnsafePointer<CChar>? = start
             while let current = next, current.pointee != 0 {
                 var statement: OpaquePointer?
                 var tail: UnsafePointer<CChar>?
+                guardState.lastRefusal = nil
+                let attachCompileCount = guardState.attachCompileCount
                 let code = sqlite3_prepare_v2(sqliteConnection, current, -1, &statement, &tail)
                 guard code == SQLITE_OK else {
                     // The failing statement's text only: built on errors, not for every statement.
                     let statementSQL = Self.sqlText(from: current, to: tail)
-                    throw DatabaseError.sqlite(code: code, connection: sqliteConnection, sql: statementSQL)
+                    throw EncryptionGuard.error(
+                        code: code, connection: sqliteConnection, sql: statementSQL, state: guardState)
                 }
                 defer { sqlite3_finalize(statement) }
                 next = tail
                 guard let statement else { continue }  // whitespace or comment
+                // An ATTACH is checked right after it ran, before the next statement can write into it.
+                let attachesDatabase = guardState.attachCompileCount != attachCompileCount
                 while true {
-                    let stepCode = sqlite3_step(statement)
+                    let stepCode = attachesDatabase
+                        ? try EncryptionGuard.step(attachingStatement: statement, handle: handle)
+                        : sqlite3_step(statement)
                     if stepCode == SQLITE_DONE { break }
                     if stepCode != SQLITE_ROW {
                         let statementSQL = Self.sqlText(from: current, to: tail)
-                        throw DatabaseError.sqlite(code: stepCode, connection: sqliteConnection, sql: statementSQL)
+                        throw EncryptionGuard.error(
+                            code: stepCode, connection: sqliteConnection, sql: statementSQL, state: guardState)
                     }
                 }
             }
@@ -473,16 +484,33 @@ public struct OpenOptions: Sendable {
     /// open.
     public var prepareConnection: (@Sendable (Connection) throws -> Void)?
 
+    /// Set on the library's own scratch connections, whose key check needs no read-only probe first.
+    var skipsKeyProbe = false
+
     /// Where the connection reports opens, failed opens, rekeys, backups and exports (swift-log). Messages carry
     /// paths, kinds and error messages; never a key, never bound values. `nil` (the default) logs nothing.
     public var logger: Logger?
 
+    /// Lets SQL on an encrypted connection attach a database without a key (`ATTACH 'x.db' AS x`, `KEY ''`), which
+    /// SQLite writes in **plaintext**. `false` (the default): such an ATTACH fails with `SQLITE_AUTH`, the
+    /// attachment is detached at once and a file it created is removed, before the next statement can write into
+    /// it.
+    ///
+    /// ``Connection/attach(_:as:encryption:)`` with ``Encryption/none`` and
+    /// ``Connection/exportDecryptedPlaintextCopy(to:)`` ask for plaintext explicitly and do not need this option.
+    /// A connection opened with ``Encryption/none`` attaches plaintext files whatever the option says.
+    ///
+    /// - Warning: With `true`, anything SQL writes into such an attachment (`sqlcipher_export` included) is readable
+    ///   by anyone who can read the file.
+    public var allowsPlaintextAttachments: Bool
+
     /// Creates options.
     public init(
         mode: Mode = .readWriteCreate, isURI: Bool = false, busyTimeout: Duration? = .seconds(5),
-        statementCacheCapacity: Int = 64, logger: Logger? = nil,
+        statementCacheCapacity: Int = 64, logger: Logger? = nil, allowsPlaintextAttachments: Bool = false,
         prepareConnection: (@Sendable (Connection) throws -> Void)? = nil
     ) {
+        self.allowsPlaintextAttachments = allowsPlaintextAttachments
         self.prepareConnection = prepareConnection
         self.mode = mode
         self.isURI = isURI
@@ -495,9 +523,25 @@ public struct OpenOptions: Sendable {
 /// A bounded least-recently-used cache of compiled statements.
 @usableFromInline
 struct StatementCache {
-    private var entries: [String: (statement: Statement, lastUse: UInt64)] = [:]
+    /// A cached statement and when it was last used; a class, so a hit updates it without hashing the SQL again.
+    @usableFromInline
+    final class Entry {
+        @usableFromInline let statement: Statement
+        @usableFromInline var lastUse: UInt64
+
+        init(statement: Statement, lastUse: UInt64) {
+            self.statement = statement
+            self.lastUse = lastUse
+        }
+    }
+
+    private var entries: [String: Entry] = [:]
     private var clock: UInt64 = 0
     let capacity: Int
+
+    /// BEGIN/COMMIT/ROLLBACK, by ``TransactionStatement``: kept apart from the LRU (they run around every pool
+    /// access, and would otherwise take two of its places) and found without hashing their SQL.
+    var transactionStatements: [Statement?] = Array(repeating: nil, count: TransactionStatement.allCases.count)
 
     init(capacity: Int) {
         self.capacity = max(0, capacity)
@@ -507,7 +551,7 @@ struct StatementCache {
     mutating func statement(for sql: String) -> Statement? {
         guard let entry = entries[sql] else { return nil }
         clock &+= 1
-        entries[sql] = (entry.statement, clock)
+        entry.lastUse = clock
         return entry.statement
     }
 
@@ -517,11 +561,12 @@ struct StatementCache {
             entries[oldest.key] = nil
         }
         clock &+= 1
-        entries[sql] = (statement, clock)
+        entries[sql] = Entry(statement: statement, lastUse: clock)
     }
 
     mutating func removeAll() {
         entries.removeAll()
+        for index in transactionStatements.indices { transactionStatements[index] = nil }
     }
 
     var count: Int { entries.count }

@@ -13,6 +13,9 @@ final class ConnectionHandle {
     /// Shared with other threads for `interrupt()`; see ``InterruptHandle``.
     let interruptHandle: InterruptHandle
 
+    /// The SQL guard's state for this handle (its authorizer's context).
+    let guardState = GuardState()
+
     /// The file this handle counts as open in ``OpenFiles``, if any.
     private var openFileID: OpenFiles.FileID?
 

@@ -131,6 +131,7 @@ extension DatabaseInteger {
 
     /// Reads an INTEGER column directly.
     @inlinable
+    @inline(__always)
     public static func decode(sqliteStatement: OpaquePointer, column: CInt) -> Self? {
         // One column lookup instead of two (column_type + column_int64). The value is "unprotected", which
         // sqlite.org/c3ref/value.html allows here: connections are opened with SQLITE_OPEN_NOMUTEX and used from
@@ -159,6 +160,7 @@ extension UInt32: DatabaseInteger {}
 extension Int64: DatabaseInteger {
     /// Reads an INTEGER column directly: the hot path of most fetches.
     @inlinable
+    @inline(__always)
     public static func decode(sqliteStatement: OpaquePointer, column: CInt) -> Int64? {
         // See DatabaseInteger.decode for why the unprotected value is safe.
         if let value = sqlite3_column_value(sqliteStatement, column), sqlite3_value_type(value) == SQLITE_INTEGER {

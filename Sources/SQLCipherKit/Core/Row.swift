@@ -24,7 +24,7 @@ public struct Row {
     @usableFromInline
     final class CopiedValues {
         @usableFromInline let values: [DatabaseValue]
-        let statement: Statement
+        @usableFromInline let statement: Statement
 
         init(values: [DatabaseValue], statement: Statement) {
             self.values = values
@@ -43,17 +43,22 @@ public struct Row {
     @usableFromInline
     let sqliteStatement: OpaquePointer?
 
-    /// The connection's handle, checked before reading through ``sqliteStatement``: once the connection closes, the
-    /// statement is finalized. Unowned: the row keeps its cursor, hence the statement, hence the handle, alive.
+    /// The statement the row comes from. Unowned: the row keeps it alive through its cursor or its copied values,
+    /// and reading it this way costs no retain and release (every `row[name]` goes through it).
     @usableFromInline
-    unowned(unsafe) let handle: ConnectionHandle
+    unowned(unsafe) let unownedStatement: Statement
+
+    /// The connection's handle, checked before reading through ``sqliteStatement``: once the connection closes, the
+    /// statement is finalized.
+    @inlinable
+    var handle: ConnectionHandle { unownedStatement.handle }
 
     @usableFromInline
     init(cursor: RowCursor) {
         storage = .cursor(cursor)
         self.columnCount = cursor.columnCount
         self.sqliteStatement = cursor.statement.sqliteStatement
-        self.handle = cursor.statement.handle
+        self.unownedStatement = cursor.statement
     }
 
     /// Copies the statement's current row.
@@ -65,16 +70,11 @@ public struct Row {
         storage = .values(CopiedValues(values: values, statement: statement))
         self.columnCount = columnCount
         self.sqliteStatement = nil
-        self.handle = statement.handle
+        self.unownedStatement = statement
     }
 
-    @usableFromInline
-    var statement: Statement {
-        switch storage {
-        case .cursor(let cursor): cursor.statement
-        case .values(let copied): copied.statement
-        }
-    }
+    @inlinable
+    var statement: Statement { unownedStatement }
 
     /// The number of columns.
     public var count: Int { columnCount }
@@ -92,6 +92,7 @@ public struct Row {
     /// - Throws: ``DatabaseError/invalidArgument`` for an index out of range; ``DatabaseError/valueConversion``
     ///   when the stored value cannot be represented as `Value` (including NULL for a non-optional type).
     @inlinable
+    @inline(__always)
     public subscript<Value: DatabaseValueConvertible>(_ index: Int) -> Value {
         get throws {
             guard index >= 0 && index < columnCount else { throw indexError(index) }
@@ -111,18 +112,27 @@ public struct Row {
 
     /// The value of the first column with this name (case-insensitive), converted to `Value`.
     ///
+    /// The statement resolves each name once; reading the same names in the same order on every row (the usual
+    /// loop) then costs one string comparison per column on top of reading by index, without hashing the name.
+    ///
     /// - Throws: ``DatabaseError/invalidArgument`` when there is no such column; ``DatabaseError/valueConversion``
     ///   when the value does not convert.
     @inlinable
+    @inline(__always)
     public subscript<Value: DatabaseValueConvertible>(_ name: String) -> Value {
         get throws {
-            guard let index = statement.columnIndex(named: name), index < columnCount else {
-                throw DatabaseError(
-                    kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
-                    message: "no column named `\(name)` in the row", sql: statement.sql)
+            guard let index = unownedStatement.predictedColumnIndex(named: name), index < columnCount else {
+                throw nameError(name)
             }
             return try self[index]
         }
+    }
+
+    @usableFromInline
+    func nameError(_ name: String) -> DatabaseError {
+        DatabaseError(
+            kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
+            message: "no column named `\(name)` in the row", sql: statement.sql)
     }
 
     /// The raw value at a 0-based index.
