@@ -1,8 +1,9 @@
 import ArgumentParser
 import SQLCipherKit
+import Synchronization
 
 /// `sqlcipherkit backup`: an online, verified, encrypted backup (``Connection/backup(toPath:encryption:pagesPerStep:progress:)``).
-struct BackupCommand: ParsableCommand {
+struct BackupCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup",
         abstract: "Back up an encrypted database into an encrypted copy, online and verified.",
@@ -11,11 +12,13 @@ struct BackupCommand: ParsableCommand {
             copy gets the same cipher settings, under the source's key or another one (--dest-key-file); it is \
             written under a temporary name (mode 0600), reopened with its key and verified (quick_check, and \
             cipher_integrity_check on SQLCipher 4.2+), flushed, and renamed into place. An existing destination is \
-            replaced only with --replace. A progress bar is shown when standard error is a terminal.
+            replaced only with --replace (without it: exit 1, nothing written). On a terminal a progress line \
+            shows the pages copied, then the verification.
 
             Example:
               sqlcipherkit backup notes.db /var/backups/notes.db --key-file notes.key
               sqlcipherkit backup notes.db offsite.db --key-file notes.key --dest-key-file offsite.key --replace
+              sqlcipherkit backup legacy.db legacy-copy.db --key-file legacy.key --cipher-compatibility 3 --json
             """
     )
 
@@ -37,8 +40,12 @@ struct BackupCommand: ParsableCommand {
     @Flag(help: "Replace the destination when it exists.")
     var replace = false
 
+    @OptionGroup(title: "Output")
+    var output: OutputOptions
+
+    var cipherOptionsForRun: CipherOptions? { cipher }
+
     func validate() throws {
-        _ = try key.requiredSource()
         try validateOneStandardInputKey(key, destinationKey)
         guard database != destination else { throw ValidationError("the destination must be another file") }
     }
@@ -47,20 +54,41 @@ struct BackupCommand: ParsableCommand {
         let key = try key.loadKey()
         let destinationKey = try destinationKey.loadOptionalKey() ?? key
         guard FileFacts.isNonEmptyFile(database) else {
-            throw CommandFailure("\(database) does not exist or is empty; nothing to back up")
+            throw CommandFailure("\(database) does not exist or is empty; nothing to back up", kind: "missingFile")
         }
         if !replace && FileFacts.isNonEmptyFile(destination) {
-            throw CommandFailure("\(destination) exists; pass --replace to replace it", status: .usage)
+            throw CommandFailure(
+                "\(destination) exists; pass --replace to replace it (nothing was written)", kind: "destinationExists")
         }
         let source = try Connection(
             path: database, encryption: try cipher.encryption(for: key), options: OpenOptions(mode: .readOnly))
-        let bar = ProgressBar(label: "backup")
-        defer { bar.finish() }
-        try source.backup(toPath: destination, encryption: try cipher.encryption(for: destinationKey)) { step in
-            bar.update(done: step.pagesCopied, total: step.pageCount)
+        let phases = BackupPhases()
+        try PhaseProgress(label: "backup", state: phases.state).run {
+            try source.backup(toPath: destination, encryption: try cipher.encryption(for: destinationKey)) { step in
+                phases.record(step)
+            }
         }
         source.close()
-        bar.finish()
-        Output.result("backed up \(database) to \(destination) (mode 0600, verified)")
+        Output.setJSONResult(CopyReport(source: database, destination: destination, isEncrypted: true))
+        if !Output.isJSON {
+            Output.result("backed up \(database) to \(destination) (mode 0600, verified)")
+        }
+    }
+}
+
+/// The phases of a backup: pages copied (reported by SQLite's backup API), then the verification of the copy.
+final class BackupPhases: Sendable {
+    private let progress = Mutex<BackupProgress?>(nil)
+
+    func record(_ step: BackupProgress) {
+        progress.withLock { $0 = step }
+    }
+
+    func state() -> PhaseState {
+        guard let step = progress.withLock({ $0 }) else { return PhaseState(phase: "opening the copy") }
+        guard step.pagesCopied < step.pageCount else {
+            return PhaseState(phase: "verifying the copy (opened with its key, quick_check)")
+        }
+        return PhaseState(phase: "copying pages", done: step.pagesCopied, total: step.pageCount)
     }
 }

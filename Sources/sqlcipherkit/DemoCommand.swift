@@ -3,7 +3,7 @@ import Foundation
 import SQLCipherKit
 
 /// The README's main job: shows, step by step, what SQLCipherKit guarantees on a real file.
-struct DemoCommand: ParsableCommand {
+struct DemoCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "Create an encrypted database, show it is unreadable without its key, rotate the key, verify.",
@@ -19,13 +19,21 @@ struct DemoCommand: ParsableCommand {
             Example:
               sqlcipherkit demo
               sqlcipherkit demo --keep
+              sqlcipherkit demo --json
             """
     )
 
     @Flag(help: "Keep the temporary folder and print its path.")
     var keep = false
 
+    @OptionGroup(title: "Output")
+    var output: OutputOptions
+
     func run() throws {
+        let transcript = DemoTranscript()
+        defer { Output.setJSONResult(DemoReport(lines: transcript.lines)) }
+        func print(_ text: String) { transcript.say(text) }
+        func step(_ number: Int, _ text: String) { print("\n\(number). \(text)") }
         let folder = FileManager.default.temporaryDirectory
             .appendingPathComponent("sqlcipherkit-demo-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true,
@@ -99,14 +107,28 @@ struct DemoCommand: ParsableCommand {
         print("\nDone. Each step is a library call; see Docs/GettingStarted.md.")
     }
 
-    private func step(_ number: Int, _ text: String) {
-        print("\n\(number). \(text)")
-    }
-
     private func permissions(_ path: String) throws -> String {
         let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int ?? 0
         return "(mode \(String(mode, radix: 8)))"
     }
+}
+
+/// The demo's lines: printed as they come, or kept for `--json`.
+final class DemoTranscript {
+    private(set) var lines: [String] = []
+
+    func say(_ text: String) {
+        if Output.isJSON {
+            lines += text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        } else {
+            Output.result(text)
+        }
+    }
+}
+
+/// `demo --json`'s `result`.
+struct DemoReport: Encodable, Sendable {
+    let lines: [String]
 }
 
 extension Array where Element == UInt8 {

@@ -2,7 +2,7 @@ import ArgumentParser
 import SQLCipherKit
 
 /// `sqlcipherkit encrypt`: a plaintext database into a new encrypted one (``Connection/exportEncrypted(to:key:settings:)``).
-struct EncryptCommand: ParsableCommand {
+struct EncryptCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "encrypt",
         abstract: "Copy a plaintext SQLite database into a new encrypted database.",
@@ -13,12 +13,18 @@ struct EncryptCommand: ParsableCommand {
             (SQLCipher 4 only) the first bytes stay plaintext, and the database salt is not stored in the file: \
             it is taken from the key, which must then be a raw key with salt (keygen --with-salt).
 
+            The cipher options choose the new file's settings (the engine's defaults otherwise), for example \
+            --cipher-compatibility 3 for a file SQLCipher 3 can open. On a terminal a progress line shows the pages \
+            written, estimated from the size of the file being written (SQLCipher reports no progress for an \
+            export).
+
             Delete the plaintext original securely once the copy is checked.
 
             Example:
               sqlcipherkit keygen --out notes.key
               sqlcipherkit encrypt legacy.db notes.db --new-key-file notes.key
               sqlcipherkit encrypt legacy.db shared.db --new-key-file header.key --plaintext-header-size 32
+              sqlcipherkit encrypt legacy.db v3.db --new-key-file notes.key --cipher-compatibility 3 --json
             """
     )
 
@@ -26,44 +32,38 @@ struct EncryptCommand: ParsableCommand {
     var plaintext: String
 
     @Argument(help: ArgumentHelp("The encrypted database to create.", valueName: "output"))
-    var output: String
+    var destination: String
 
     @OptionGroup(title: "Key of the encrypted copy")
     var newKey: NewKeyOptions
 
-    @Option(
-        help: ArgumentHelp(
-            "Leave this many bytes plaintext (SQLCipher 4; usually 32); needs an x'<96 hex>' key.",
-            valueName: "bytes"))
-    var plaintextHeaderSize: Int?
+    @OptionGroup(title: "Cipher settings of the encrypted copy")
+    var cipher: CipherOptions
+
+    @OptionGroup(title: "Output")
+    var output: OutputOptions
+
+    var cipherOptionsForRun: CipherOptions? { cipher }
 
     func validate() throws {
-        _ = try newKey.requiredSource()
-        if let size = plaintextHeaderSize, size < 0 || size % 16 != 0 {
-            throw ValidationError("--plaintext-header-size must be a multiple of 16 (usually 32), not \(size)")
-        }
-        guard plaintext != output else { throw ValidationError("the output must be another file") }
+        guard plaintext != destination else { throw ValidationError("the output must be another file") }
     }
 
     func run() throws {
         let key = try newKey.loadKey(confirm: true)
-        var settings = CipherSettings.engineDefault
-        if let size = plaintextHeaderSize, size > 0 {
-            guard let salt = key.salt else {
-                throw CommandFailure(
-                    "--plaintext-header-size needs a raw key with salt (x'<96 hex>', from `sqlcipherkit keygen"
-                        + " --with-salt`): a database with a plaintext header does not store its salt",
-                    status: .usage)
-            }
-            settings = .plaintextHeader(size: size, salt: salt)
-        }
+        let settings = try cipher.settings(for: key)
         guard FileFacts.isNonEmptyFile(plaintext) else {
-            throw CommandFailure("\(plaintext) does not exist or is empty; nothing to encrypt")
+            throw CommandFailure("\(plaintext) does not exist or is empty; nothing to encrypt", kind: "missingFile")
         }
         let source = try Connection(path: plaintext, encryption: .none, options: OpenOptions(mode: .readWrite))
-        ProgressBar(label: "encrypt").announce("copying \(plaintext) into \(output)…")
-        try source.exportEncrypted(to: output, key: key, settings: settings)
+        let growth = ExportGrowth(source: source, destination: destination, destinationPageSize: cipher.effectivePageSize)
+        try PhaseProgress(label: "encrypt") {
+            growth.state(phase: "writing the encrypted copy (export)")
+        }.run { try source.exportEncrypted(to: destination, key: key, settings: settings) }
         source.close()
-        Output.result("encrypted \(plaintext) into \(output) (mode 0600, verified); \(plaintext) was not changed")
+        Output.setJSONResult(CopyReport(source: plaintext, destination: destination, isEncrypted: true))
+        if !Output.isJSON {
+            Output.result("encrypted \(plaintext) into \(destination) (mode 0600, verified); \(plaintext) was not changed")
+        }
     }
 }

@@ -2,19 +2,23 @@ import ArgumentParser
 import SQLCipherKit
 
 /// `sqlcipherkit exec`: runs SQL for scripts (``Connection/executeScript(_:eachRow:)``).
-struct ExecCommand: ParsableCommand {
+struct ExecCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "exec",
         abstract: "Run SQL statements on an encrypted database and print the rows.",
         discussion: """
             The statements run one after the other (not in one transaction unless the SQL says so). Every row a \
             statement returns is printed on one line, values separated by tabs: NULL as NULL, blobs as x'<hex>', \
-            text as is. The database is created (mode 0600) when it does not exist. PRAGMA key and rekey are \
-            refused: keys never travel in SQL.
+            text as is. A missing database is an error unless --create is given (then it is created, mode 0600). \
+            A plaintext (unencrypted) database is opened only with --plaintext, and then without a key. Cipher \
+            and key PRAGMAs are refused: keys never travel in SQL. ATTACH without a key (or \
+            with KEY '') is refused unless --allow-plaintext is given.
 
             Example:
               sqlcipherkit exec notes.db --key-file notes.key "SELECT count(*) FROM note"
-              sqlcipherkit exec notes.db --key-env NOTES_KEY --header "CREATE TABLE t(x); INSERT INTO t VALUES (1); SELECT * FROM t"
+              sqlcipherkit exec new.db --key-env NOTES_KEY --create --header "CREATE TABLE t(x); INSERT INTO t VALUES (1); SELECT * FROM t"
+              sqlcipherkit exec legacy-plain.db --plaintext "SELECT count(*) FROM sqlite_master"
+              sqlcipherkit exec notes.db --key-file notes.key --json "SELECT id, body FROM note"
             """
     )
 
@@ -30,25 +34,64 @@ struct ExecCommand: ParsableCommand {
     @OptionGroup(title: "Cipher settings")
     var cipher: CipherOptions
 
+    @Flag(help: "Open a plaintext (unencrypted) database, without a key.")
+    var plaintext = false
+
+    @Flag(help: "Create the database (mode 0600) when it does not exist.")
+    var create = false
+
     @Flag(help: "Print the column names before each statement's rows.")
     var header = false
 
+    @Flag(help: "Let the SQL ATTACH databases without a key: they are written UNENCRYPTED.")
+    var allowPlaintext = false
+
+    @OptionGroup(title: "Output")
+    var output: OutputOptions
+
+    var cipherOptionsForRun: CipherOptions? { cipher }
+
     func validate() throws {
-        _ = try key.requiredSource()
         guard !sql.allSatisfy(\.isWhitespace) else { throw ValidationError("the SQL is empty") }
+        if plaintext && (key.givenSource != nil || !cipher.isEmpty) {
+            throw ValidationError("--plaintext opens an unencrypted database: give no key and no cipher option")
+        }
     }
 
     func run() throws {
-        let connection = try Connection(path: database, encryption: try cipher.encryption(for: try key.loadKey()))
+        let encryption: Encryption = plaintext ? .none : try cipher.encryption(for: try key.loadKey())
+        if DatabaseFileInspection.inspect(path: database).format == .missing && !create {
+            throw CommandFailure(
+                "\(database) does not exist; pass --create to create a new database", kind: "missingFile")
+        }
+        let connection = try Connection(
+            path: database, encryption: encryption, options: OpenOptions(allowsPlaintextAttachments: allowPlaintext))
+        var results: [ExecReport.StatementResult] = []
         var statementWithHeader: Statement?
-        try connection.executeScript(sql) { statement, row in
-            if header && statementWithHeader !== statement {
-                statementWithHeader = statement
-                Output.result(statement.columnNames.joined(separator: "\t"))
+        do {
+            try connection.executeScript(sql) { statement, row in
+                if statementWithHeader !== statement {
+                    statementWithHeader = statement
+                    if Output.isJSON {
+                        results.append(ExecReport.StatementResult(columns: statement.columnNames, rows: []))
+                    } else if header {
+                        Output.result(statement.columnNames.joined(separator: "\t"))
+                    }
+                }
+                let values = try row.databaseValues
+                if Output.isJSON {
+                    results[results.count - 1].rows.append(values.map(ExecReport.Value.init))
+                } else {
+                    Output.result(values.map(Self.format).joined(separator: "\t"))
+                }
             }
-            Output.result(try row.databaseValues.map(Self.format).joined(separator: "\t"))
+        } catch {
+            Output.setJSONResult(ExecReport(results: results))
+            connection.close()
+            throw error
         }
         connection.close()
+        Output.setJSONResult(ExecReport(results: results))
     }
 
     /// A value as `exec` prints it.
@@ -62,8 +105,46 @@ struct ExecCommand: ParsableCommand {
         }
     }
 
-    private static func hexPair(_ byte: UInt8) -> String {
+    fileprivate static func hexPair(_ byte: UInt8) -> String {
         let digits = Array("0123456789abcdef")
         return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
     }
+}
+
+/// `exec --json`'s `result`: one entry per statement that returned rows, rows as arrays of values (blobs as
+/// `x'<hex>'` strings).
+struct ExecReport: Encodable, Sendable {
+    struct StatementResult: Encodable, Sendable {
+        let columns: [String]
+        var rows: [[Value]]
+    }
+
+    enum Value: Encodable, Sendable {
+        case null
+        case integer(Int64)
+        case real(Double)
+        case text(String)
+
+        init(_ value: DatabaseValue) {
+            switch value {
+            case .null: self = .null
+            case .integer(let integer): self = .integer(integer)
+            case .real(let real): self = .real(real)
+            case .text(let text): self = .text(text)
+            case .blob: self = .text(ExecCommand.format(value))
+            }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .null: try container.encodeNil()
+            case .integer(let integer): try container.encode(integer)
+            case .real(let real): try container.encode(real)
+            case .text(let text): try container.encode(text)
+            }
+        }
+    }
+
+    let results: [StatementResult]
 }

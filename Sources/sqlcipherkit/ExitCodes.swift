@@ -27,7 +27,9 @@ enum ExitStatus: Int32, CaseIterable {
     static func status(for error: DatabaseError) -> ExitStatus {
         switch error.kind {
         case .wrongKey, .notEncrypted, .missingKey, .notADatabase: .keyDoesNotOpenDatabase
-        case .verificationFailed: .verificationFailed
+        case .verificationFailed, .damaged: .verificationFailed
+        // Disk full and busy are conditions of the machine, not of the key or the file: status 1 like any other.
+        case .diskFull, .busy: .failure
         default: .failure
         }
     }
@@ -44,10 +46,19 @@ enum ExitStatus: Int32, CaseIterable {
 struct CommandFailure: Error, CustomStringConvertible {
     let message: String
     let status: ExitStatus
+    /// The `error.kind` of `--json` output (`missingFile`, `destinationExists`, `usage`, …).
+    let kind: String
 
-    init(_ message: String, status: ExitStatus = .failure) {
+    init(_ message: String, status: ExitStatus = .failure, kind: String? = nil) {
         self.message = message
         self.status = status
+        let defaultKind = switch status {
+        case .usage: "usage"
+        case .keyDoesNotOpenDatabase: "wrongKey"
+        case .verificationFailed: "verificationFailed"
+        case .success, .failure: "failure"
+        }
+        self.kind = kind ?? defaultKind
     }
 
     var description: String { message }

@@ -2,7 +2,7 @@ import ArgumentParser
 import SQLCipherKit
 
 /// `sqlcipherkit info`: engine versions and what a file is (``DatabaseFileInspection``).
-struct InfoCommand: ParsableCommand {
+struct InfoCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
         abstract: "Show the engine versions and what a database file is; with its key, its settings.",
@@ -11,13 +11,15 @@ struct InfoCommand: ParsableCommand {
             has a plaintext SQLite header but does not open without a key (SQLCipher 4 with a plaintext header), \
             is empty, or is missing. With the key (or for a plaintext database): page size and count, journal \
             mode, user_version, application_id, and the cipher settings (cipher_page_size, kdf_iter, \
-            cipher_use_hmac, and on SQLCipher 4 the KDF and HMAC algorithms and the plaintext header size). On \
-            SQLCipher 4 a SQLCipher 3 file is recognised (its format is reported as 3). Nothing is written, and no \
-            key material is printed.
+            cipher_use_hmac, and on SQLCipher 4 the KDF and HMAC algorithms and the plaintext header size). When \
+            the engine's defaults do not open the file and no cipher option was given, the formats of SQLCipher \
+            1 to 4 are tried, and the options that open it are printed ("open with: …"). Nothing is written, and \
+            no key material is printed.
 
             Example:
               sqlcipherkit info notes.db
               sqlcipherkit info notes.db --key-file notes.key --json
+              sqlcipherkit info legacy.db --key-file legacy.key --cipher-compatibility 3
             """
     )
 
@@ -30,36 +32,68 @@ struct InfoCommand: ParsableCommand {
     @OptionGroup(title: "Cipher settings")
     var cipher: CipherOptions
 
-    @Flag(help: "Print the report as JSON.")
-    var json = false
+    @OptionGroup(title: "Output")
+    var output: OutputOptions
+
+    var cipherOptionsForRun: CipherOptions? { cipher }
 
     func run() throws {
         let key = try key.loadOptionalKey()
         var inspection = DatabaseFileInspection.inspect(path: database)
         var keyError: DatabaseError?
+        var suggestion: [String] = []
         if let key {
             do {
                 inspection = try DatabaseFileInspection.inspect(
                     path: database, encryption: try cipher.encryption(for: key),
-                    detectsSQLCipher3Format: cipher.compatibility == nil)
+                    detectsSQLCipher3Format: cipher.isEmpty)
+                if cipher.isEmpty, let version = inspection.cipher?.formatMajorVersion,
+                   version != (SQLCipher.supports(.version4Format) ? 4 : 3) {
+                    suggestion = ["--cipher-compatibility", "\(version)"]
+                }
             } catch let error as DatabaseError {
                 keyError = error
+                if error.kind == .wrongKey, cipher.isEmpty, let (found, flags) = Self.probe(database, key: key) {
+                    inspection = found
+                    suggestion = flags
+                    keyError = nil
+                }
             }
+        } else if inspection.format == .plaintextHeader {
+            suggestion = ["--plaintext-header-size", "32", "--salt-file", "FILE"]
         }
-        if json {
-            try Output.json(InfoReport(inspection, keyGiven: key != nil, keyError: keyError))
+        let report = InfoReport(inspection, keyGiven: key != nil, suggestedOptions: suggestion)
+        if Output.isJSON {
+            Output.setJSONResult(report)
         } else {
-            Output.result(Self.text(inspection, keyGiven: key != nil))
+            Output.result(Self.text(inspection, keyGiven: key != nil, suggestion: suggestion))
         }
         if let keyError { throw keyError }
     }
 
-    static func text(_ inspection: DatabaseFileInspection, keyGiven: Bool) -> String {
+    /// Tries the formats of SQLCipher 1 to 4 (and a plaintext header when the key carries a salt), read-only.
+    static func probe(_ path: String, key: EncryptionKey) -> (DatabaseFileInspection, [String])? {
+        let isVersion4 = SQLCipher.supports(.version4Format)
+        var candidates: [CipherSettings] = (isVersion4 ? [3, 2, 1] : [2, 1]).map { CipherSettings(compatibility: $0) }
+        if isVersion4, let salt = key.salt {
+            candidates.append(.plaintextHeader(size: 32, salt: salt))
+        }
+        for settings in candidates {
+            if let found = try? DatabaseFileInspection.inspect(
+                path: path, encryption: .key(key, settings: settings), detectsSQLCipher3Format: false) {
+                return (found, CipherOptions.flags(for: settings))
+            }
+        }
+        return nil
+    }
+
+    static func text(_ inspection: DatabaseFileInspection, keyGiven: Bool, suggestion: [String] = []) -> String {
         var lines: [(String, String)] = [
-            ("engine", "SQLCipher \(SQLCipher.version), SQLite \(SQLCipher.sqliteVersion), "
-                + "\(SQLCipher.cryptoProvider) \(SQLCipher.cryptoProviderVersion)"),
+            ("engine", "SQLCipher \(SQLCipher.version), SQLite \(SQLCipher.sqliteVersion)"),
+            ("crypto", "\(SQLCipher.cryptoProvider) \(SQLCipher.cryptoProviderVersion) (as the engine reports it);"
+                + " loaded: \(OpenSSLRuntime.version)"),
             ("file", inspection.path),
-            ("format", inspection.format.description),
+            ("format", formatText(inspection)),
         ]
         if let size = inspection.byteCount {
             lines.append(("size", "\(size) bytes" + (inspection.walByteCount.map { ", -wal \($0) bytes" } ?? "")))
@@ -85,22 +119,28 @@ struct InfoCommand: ParsableCommand {
         } else if inspection.format == .encrypted || inspection.format == .plaintextHeader, !keyGiven {
             lines.append(("settings", "give the key (--key-file, --key-env, --key-stdin) to read them"))
         }
+        if !suggestion.isEmpty {
+            lines.append(("open with", suggestion.joined(separator: " ")))
+        }
         let width = lines.map(\.0.count).max() ?? 0
         return lines.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }
             .joined(separator: "\n")
     }
+
+    /// The file's format, in words that take into account whether the key opened it.
+    static func formatText(_ inspection: DatabaseFileInspection) -> String {
+        guard inspection.cipher != nil else { return inspection.format.description }
+        switch inspection.format {
+        case .encrypted: return "encrypted SQLCipher database (the key opens it)"
+        case .plaintextHeader: return "encrypted SQLCipher database with a plaintext header (the key opens it)"
+        default: return inspection.format.description
+        }
+    }
 }
 
-/// `info --json`.
-struct InfoReport: Encodable {
-    struct Engine: Encodable {
-        let sqlcipherVersion: String
-        let sqliteVersion: String
-        let cryptoProvider: String
-        let cryptoProviderVersion: String
-    }
-
-    struct Database: Encodable {
+/// `info --json`'s `result` (the engine is in the envelope).
+struct InfoReport: Encodable, Sendable {
+    struct Database: Encodable, Sendable {
         let pageSize: Int
         let pageCount: Int
         let journalMode: String
@@ -109,7 +149,7 @@ struct InfoReport: Encodable {
         let schemaObjectCount: Int
     }
 
-    struct Cipher: Encodable {
+    struct Cipher: Encodable, Sendable {
         let pageSize: Int?
         let kdfIterations: Int?
         let usesHMAC: Bool?
@@ -119,25 +159,26 @@ struct InfoReport: Encodable {
         let formatMajorVersion: Int?
     }
 
-    let engine: Engine
     let path: String
     let format: String
+    let formatDescription: String
     let byteCount: Int?
     let walByteCount: Int?
     let keyGiven: Bool
+    let keyOpens: Bool
     let database: Database?
     let cipher: Cipher?
-    let error: ErrorReport?
+    /// Options that open the file when the engine's defaults do not (empty when none are needed or none found).
+    let suggestedOptions: [String]
 
-    init(_ inspection: DatabaseFileInspection, keyGiven: Bool, keyError: DatabaseError?) {
-        engine = Engine(
-            sqlcipherVersion: SQLCipher.version, sqliteVersion: SQLCipher.sqliteVersion,
-            cryptoProvider: SQLCipher.cryptoProvider, cryptoProviderVersion: SQLCipher.cryptoProviderVersion)
+    init(_ inspection: DatabaseFileInspection, keyGiven: Bool, suggestedOptions: [String] = []) {
         path = inspection.path
         format = inspection.format.rawValue
+        formatDescription = InfoCommand.formatText(inspection)
         byteCount = inspection.byteCount
         walByteCount = inspection.walByteCount
         self.keyGiven = keyGiven
+        keyOpens = keyGiven && inspection.cipher != nil
         database = inspection.database.map {
             Database(
                 pageSize: $0.pageSize, pageCount: $0.pageCount, journalMode: $0.journalMode,
@@ -149,6 +190,6 @@ struct InfoReport: Encodable {
                 kdfAlgorithm: $0.kdfAlgorithm, hmacAlgorithm: $0.hmacAlgorithm,
                 plaintextHeaderSize: $0.plaintextHeaderSize, formatMajorVersion: $0.formatMajorVersion)
         }
-        error = keyError.map(ErrorReport.init)
+        self.suggestedOptions = suggestedOptions
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import SQLCipherKit
 #if canImport(Glibc)
 import Glibc
@@ -67,11 +68,12 @@ extension KeySourceOptions {
             guard !name.isEmpty, !name.contains("=") else {
                 throw ValidationError("--\(Self.optionPrefix)-env needs the NAME of an environment variable")
             }
+            let shownName = EnvironmentName.shown(name)
             guard let value = getenv(name) else {
-                throw ValidationError("the environment variable \(name) (\(Self.keyName)) is not set")
+                throw ValidationError("the environment variable \(shownName) (\(Self.keyName)) is not set")
             }
             guard value.pointee != 0 else {
-                throw ValidationError("the environment variable \(name) (\(Self.keyName)) is empty")
+                throw ValidationError("the environment variable \(shownName) (\(Self.keyName)) is empty")
             }
         }
     }
@@ -173,44 +175,135 @@ struct DestinationKeyOptions: KeySourceOptions {
     func validate() throws { try validateSources() }
 }
 
-/// Cipher settings other than the engine's defaults, for databases that need them.
+/// Cipher settings other than the engine's defaults, for databases that need them: the same group on every
+/// subcommand that opens a file. Each option maps to one ``CipherSettings`` field, applied right after the key and
+/// read back (a setting the engine ignores is an error, not a silent default).
 struct CipherOptions: ParsableArguments {
     @Option(
         name: .customLong("cipher-compatibility"),
         help: ArgumentHelp(
-            "Open with SQLCipher 3's or 4's default settings (3 opens SQLCipher 3 files on SQLCipher 4).",
-            valueName: "3|4"))
+            "Start from SQLCipher 1, 2, 3 or 4's default settings (e.g. 3 opens SQLCipher 3 files on SQLCipher 4);"
+                + " the options below override single settings.",
+            valueName: "1|2|3|4"))
     var compatibility: Int?
+
+    @Option(help: ArgumentHelp("cipher_page_size: 512 to 65536, a power of two.", valueName: "bytes"))
+    var pageSize: Int?
+
+    @Option(help: ArgumentHelp("kdf_iter: PBKDF2 iterations for a passphrase (e.g. 64000, 256000).", valueName: "n"))
+    var kdfIterations: Int?
+
+    @Flag(
+        inversion: .prefixedNo,
+        help: "cipher_use_hmac: whether every page carries an HMAC (--no-hmac for SQLCipher 1.1 files).")
+    var hmac: Bool?
+
+    @Option(help: ArgumentHelp("cipher_kdf_algorithm (SQLCipher 4; SQLCipher 3 has sha1 only).", valueName: "algorithm"))
+    var kdfAlgorithm: KDFAlgorithmArgument?
+
+    @Option(help: ArgumentHelp("cipher_hmac_algorithm (SQLCipher 4; SQLCipher 3 has sha1 only).", valueName: "algorithm"))
+    var hmacAlgorithm: HMACAlgorithmArgument?
 
     @Option(
         help: ArgumentHelp(
-            "Plaintext header size in bytes (SQLCipher 4; usually 32). Needs a raw key with salt (x'<96 hex>').",
+            "Plaintext header size in bytes (SQLCipher 4; usually 32). The salt then comes from --salt-file or a"
+                + " key file holding x'<96 hex>'.",
             valueName: "bytes"))
     var plaintextHeaderSize: Int?
 
+    @Option(
+        name: .customLong("salt-file"),
+        help: ArgumentHelp(
+            "File holding the 16-byte database salt as 32 hex digits (or x'<32 hex>'), for a plaintext-header"
+                + " database keyed with a passphrase. Not secret.",
+            valueName: "path"))
+    var saltFile: String?
+
+    @Option(
+        name: .customLong("hmac-pgno"),
+        help: ArgumentHelp("cipher_hmac_pgno: le is the default; be for SQLCipher 2.0 big-endian files.",
+                           valueName: "le|be|native"))
+    var hmacPageNumberEncoding: HMACPageNumberArgument?
+
+    @Option(
+        name: .customLong("fast-kdf-iterations"),
+        help: ArgumentHelp("fast_kdf_iter: iterations deriving the HMAC key (default 2; SQLCipher 2.0 beta: 4000).",
+                           valueName: "n"))
+    var fastKDFIterations: Int?
+
+    @Option(
+        name: .customLong("hmac-salt-mask"),
+        help: ArgumentHelp(
+            "cipher_hmac_salt_mask as a hex byte (default 3a; SQLCipher 2.0 beta: 00). SQLCipher applies it to the"
+                + " whole process; the command holds it for its run and restores the default.",
+            valueName: "hex"))
+    var hmacSaltMask: String?
+
     func validate() throws {
-        if let compatibility, compatibility != 3 && compatibility != 4 {
-            throw ValidationError("--cipher-compatibility must be 3 or 4, not \(compatibility)")
+        if let compatibility, !(1...4).contains(compatibility) {
+            throw ValidationError("--cipher-compatibility must be 1, 2, 3 or 4, not \(compatibility)")
         }
         if let size = plaintextHeaderSize, size < 0 || size % 16 != 0 {
             throw ValidationError("--plaintext-header-size must be a multiple of 16 (usually 32), not \(size)")
         }
+        if let pageSize, pageSize < 512 || pageSize > 65536 || pageSize & (pageSize - 1) != 0 {
+            throw ValidationError("--page-size must be a power of two from 512 to 65536, not \(pageSize)")
+        }
+        if let kdfIterations, kdfIterations < 1 {
+            throw ValidationError("--kdf-iterations must be at least 1, not \(kdfIterations)")
+        }
+        if let fastKDFIterations, fastKDFIterations < 1 {
+            throw ValidationError("--fast-kdf-iterations must be at least 1, not \(fastKDFIterations)")
+        }
+        if hmacSaltMask != nil, hmacSaltMaskValue == nil {
+            throw ValidationError("--hmac-salt-mask must be one byte in hex, such as 3a or 00")
+        }
+    }
+
+    /// `--hmac-salt-mask` as a byte.
+    var hmacSaltMaskValue: UInt8? {
+        guard var text = hmacSaltMask?.lowercased() else { return nil }
+        if text.hasPrefix("0x") { text.removeFirst(2) }
+        guard (1...2).contains(text.count) else { return nil }
+        return UInt8(text, radix: 16)
+    }
+
+    /// Whether any option of the group was given.
+    var isEmpty: Bool {
+        compatibility == nil && pageSize == nil && kdfIterations == nil && hmac == nil && kdfAlgorithm == nil
+            && hmacAlgorithm == nil && plaintextHeaderSize == nil && saltFile == nil && hmacPageNumberEncoding == nil
+            && fastKDFIterations == nil && hmacSaltMask == nil
+    }
+
+    /// The page size the database uses with these options (for progress estimates).
+    var effectivePageSize: Int {
+        pageSize ?? compatibility.flatMap { CipherSettings.defaults(ofMajorVersion: $0)?.pageSize }
+            ?? (SQLCipher.supports(.version4Format) ? 4096 : 1024)
     }
 
     /// The settings for a database keyed with `key`.
     func settings(for key: EncryptionKey) throws -> CipherSettings {
-        var settings: CipherSettings = switch compatibility {
-        case 3: .sqlcipher3
-        case 4: .sqlcipher4
-        default: .engineDefault
+        var settings = compatibility.flatMap { CipherSettings.defaults(ofMajorVersion: $0) } ?? .engineDefault
+        if compatibility == 4 && !SQLCipher.supports(.version4Format) {
+            try SQLCipher.require(.version4Format)
         }
+        if let pageSize { settings.pageSize = pageSize }
+        if let kdfIterations { settings.kdfIterations = kdfIterations }
+        if let hmac { settings.usesHMAC = hmac }
+        if let kdfAlgorithm { settings.kdfAlgorithm = kdfAlgorithm.algorithm }
+        if let hmacAlgorithm { settings.hmacAlgorithm = hmacAlgorithm.algorithm }
+        if let hmacPageNumberEncoding { settings.hmacPageNumberEncoding = hmacPageNumberEncoding.encoding }
+        if let fastKDFIterations { settings.fastKDFIterations = fastKDFIterations }
+        if let mask = hmacSaltMaskValue { settings.hmacSaltMask = mask }
+        if let saltFile { settings.salt = try SaltFile.read(saltFile) }
         if let size = plaintextHeaderSize, size > 0 {
-            // The salt of a plaintext-header database is not in the file (SQLCIPHER-FACTS §7).
-            guard let salt = key.salt else {
+            // The salt of a plaintext-header database is not in the file (Docs/EngineNotes.md#plaintext-header).
+            guard let salt = settings.salt ?? key.salt else {
                 throw CommandFailure(
-                    "--plaintext-header-size needs the database salt, which such a file does not store: use a raw"
-                        + " key with salt (x'<96 hex>', made by `sqlcipherkit keygen --with-salt`)",
-                    status: .usage)
+                    "--plaintext-header-size needs the database salt, which such a file does not store: give it with"
+                        + " --salt-file, or use a raw key with salt (x'<96 hex>', made by `sqlcipherkit keygen"
+                        + " --with-salt`)",
+                    status: .usage, kind: "usage")
             }
             settings.plaintextHeaderSize = size
             settings.salt = salt
@@ -221,6 +314,134 @@ struct CipherOptions: ParsableArguments {
     /// `.key(key, settings:)` with these settings.
     func encryption(for key: EncryptionKey) throws -> Encryption {
         .key(key, settings: try settings(for: key))
+    }
+
+    /// The options that select `settings` (for `info`'s suggestions).
+    static func flags(for settings: CipherSettings) -> [String] {
+        var flags: [String] = []
+        if let compatibility = settings.compatibility { flags += ["--cipher-compatibility", "\(compatibility)"] }
+        if let pageSize = settings.pageSize { flags += ["--page-size", "\(pageSize)"] }
+        if let iterations = settings.kdfIterations { flags += ["--kdf-iterations", "\(iterations)"] }
+        if let usesHMAC = settings.usesHMAC { flags.append(usesHMAC ? "--hmac" : "--no-hmac") }
+        if let algorithm = settings.kdfAlgorithm { flags += ["--kdf-algorithm", KDFAlgorithmArgument(algorithm).rawValue] }
+        if let algorithm = settings.hmacAlgorithm {
+            flags += ["--hmac-algorithm", HMACAlgorithmArgument(algorithm).rawValue]
+        }
+        if let size = settings.plaintextHeaderSize { flags += ["--plaintext-header-size", "\(size)"] }
+        return flags
+    }
+}
+
+/// `--kdf-algorithm`.
+enum KDFAlgorithmArgument: String, ExpressibleByArgument, CaseIterable {
+    case sha1, sha256, sha512
+
+    init(_ algorithm: CipherSettings.KDFAlgorithm) {
+        switch algorithm {
+        case .pbkdf2HMACSHA1: self = .sha1
+        case .pbkdf2HMACSHA256: self = .sha256
+        case .pbkdf2HMACSHA512: self = .sha512
+        }
+    }
+
+    init?(argument: String) {
+        let text = argument.lowercased()
+        guard let value = Self.allCases.first(where: { text == $0.rawValue || text == "pbkdf2_hmac_\($0.rawValue)" })
+        else { return nil }
+        self = value
+    }
+
+    var algorithm: CipherSettings.KDFAlgorithm {
+        switch self {
+        case .sha1: .pbkdf2HMACSHA1
+        case .sha256: .pbkdf2HMACSHA256
+        case .sha512: .pbkdf2HMACSHA512
+        }
+    }
+}
+
+/// `--hmac-algorithm`.
+enum HMACAlgorithmArgument: String, ExpressibleByArgument, CaseIterable {
+    case sha1, sha256, sha512
+
+    init(_ algorithm: CipherSettings.HMACAlgorithm) {
+        switch algorithm {
+        case .hmacSHA1: self = .sha1
+        case .hmacSHA256: self = .sha256
+        case .hmacSHA512: self = .sha512
+        }
+    }
+
+    init?(argument: String) {
+        let text = argument.lowercased()
+        guard let value = Self.allCases.first(where: { text == $0.rawValue || text == "hmac_\($0.rawValue)" })
+        else { return nil }
+        self = value
+    }
+
+    var algorithm: CipherSettings.HMACAlgorithm {
+        switch self {
+        case .sha1: .hmacSHA1
+        case .sha256: .hmacSHA256
+        case .sha512: .hmacSHA512
+        }
+    }
+}
+
+/// `--hmac-pgno`.
+enum HMACPageNumberArgument: String, ExpressibleByArgument, CaseIterable {
+    case le, be, native
+
+    var encoding: CipherSettings.HMACPageNumberEncoding {
+        switch self {
+        case .le: .littleEndian
+        case .be: .bigEndian
+        case .native: .native
+        }
+    }
+}
+
+/// `--salt-file`: 32 hex digits (or `x'<32 hex>'`), one trailing newline allowed. The salt is not secret (a normal
+/// SQLCipher file stores it in its first 16 bytes), but the content is still never printed.
+enum SaltFile {
+    static func read(_ path: String) throws -> [UInt8] {
+        let shownPath = KeyMaterialRedaction.shown(path, as: "salt file path")
+        // Non-blocking and fstat-checked like a key file: a FIFO must fail, not wait for a writer.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard descriptor >= 0 else {
+            throw CommandFailure(
+                "cannot read the salt file \(shownPath): \(String(cString: strerror(errno)))", kind: "invalidSalt")
+        }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_size <= 256 else {
+            throw CommandFailure(
+                "the salt file \(shownPath) is not a regular file of at most 256 bytes", kind: "invalidSalt")
+        }
+        var bytes = [UInt8](repeating: 0, count: 257)
+        let count = bytes.withUnsafeMutableBytes { systemRead(descriptor, $0.baseAddress!, $0.count) }
+        guard count >= 0, count <= 256 else {
+            throw CommandFailure("cannot read the salt file \(shownPath)", kind: "invalidSalt")
+        }
+        var text = String(decoding: bytes[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if (text.hasPrefix("x'") || text.hasPrefix("X'")) && text.hasSuffix("'") && text.count >= 3 {
+            text = String(text.dropFirst(2).dropLast())
+        }
+        let digits = Array(text.utf8)
+        guard digits.count == 32 else {
+            throw CommandFailure(
+                "the salt file \(shownPath) must hold 32 hex digits (16 bytes), optionally as x'<32 hex>'",
+                kind: "invalidSalt")
+        }
+        var salt: [UInt8] = []
+        for index in stride(from: 0, to: 32, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else {
+                throw CommandFailure(
+                    "the salt file \(shownPath) must hold 32 hex digits (16 bytes)", kind: "invalidSalt")
+            }
+            salt.append(byte)
+        }
+        return salt
     }
 }
 
@@ -233,12 +454,13 @@ enum KeyLoader {
             return try EncryptionKey(contentsOf: path)
         case .environment(let name):
             // Read in place from the environment block: no Swift String copy of the key.
+            let shownName = EnvironmentName.shown(name)
             guard let value = getenv(name), value.pointee != 0 else {
-                throw CommandFailure("the environment variable \(name) is not set or empty", status: .usage)
+                throw CommandFailure("the environment variable \(shownName) is not set or empty", status: .usage)
             }
             return try EncryptionKey(
                 keyText: UnsafeRawBufferPointer(start: value, count: strlen(value)),
-                source: "environment variable \(name)")
+                source: "environment variable \(shownName)")
         case .standardInput:
             return try EncryptionKey(readingFileDescriptor: STDIN_FILENO, source: "standard input")
         case .prompt:
@@ -251,6 +473,22 @@ enum KeyLoader {
             }
             return key
         }
+    }
+}
+
+/// An environment variable's name as messages show it: only a well-formed name (letters, digits, `_`, not starting
+/// with a digit) that does not look like key material; anything else is probably a key typed where the name belongs.
+enum EnvironmentName {
+    static func isWellFormed(_ name: String) -> Bool {
+        guard let first = name.utf8.first, !(48...57).contains(first) else { return false }
+        return name.utf8.allSatisfy { byte in
+            byte == UInt8(ascii: "_") || (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte)
+        }
+    }
+
+    static func shown(_ name: String) -> String {
+        isWellFormed(name) && !KeyMaterialRedaction.looksLikeKey(name)
+            ? name : "(the name given is not shown: it is not a variable name and may be key material)"
     }
 }
 

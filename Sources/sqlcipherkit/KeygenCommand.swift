@@ -2,7 +2,7 @@ import ArgumentParser
 import SQLCipherKit
 
 /// `sqlcipherkit keygen`: a new random raw key in a new key file.
-struct KeygenCommand: ParsableCommand {
+struct KeygenCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "keygen",
         abstract: "Generate a random 256-bit raw key into a new key file (mode 0600).",
@@ -16,17 +16,30 @@ struct KeygenCommand: ParsableCommand {
             Example:
               sqlcipherkit keygen --out /etc/myservice/notes-2026.key
               sqlcipherkit keygen --out header.key --with-salt
+              sqlcipherkit keygen --out notes.key --json
             """
     )
 
     @Option(name: .customLong("out"), help: ArgumentHelp("The key file to create.", valueName: "path"))
-    var output: String
+    var keyFile: String
 
     @Flag(help: "Add a random 16-byte salt (x'<96 hex>'), for databases with a plaintext header.")
     var withSalt = false
 
+    @OptionGroup(title: "Output")
+    var output: OutputOptions
+
     func run() throws {
-        try EncryptionKey.generateRaw(withSalt: withSalt).write(toKeyFile: output)
-        Output.result("wrote a new random raw key\(withSalt ? " with salt" : "") to \(output) (mode 0600)")
+        try EncryptionKey.generateRaw(withSalt: withSalt).write(toKeyFile: keyFile)
+        Output.setJSONResult(KeygenReport(path: keyFile, withSalt: withSalt))
+        if !Output.isJSON {
+            Output.result("wrote a new random raw key\(withSalt ? " with salt" : "") to \(keyFile) (mode 0600)")
+        }
     }
+}
+
+/// `keygen --json`'s `result` (never the key).
+struct KeygenReport: Encodable, Sendable {
+    let path: String
+    let withSalt: Bool
 }

@@ -2,7 +2,7 @@ import ArgumentParser
 import SQLCipherKit
 
 /// `sqlcipherkit migrate`: SQLCipher 3 format → 4, as a copy-method rotation with the same key.
-struct MigrateCommand: ParsableCommand {
+struct MigrateCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
         abstract: "Convert a SQLCipher 3 database to the SQLCipher 4 format (same key).",
@@ -11,10 +11,13 @@ struct MigrateCommand: ParsableCommand {
             already in the 4 format is left alone, exit 0). The migration is a key rotation by copy with the same \
             key: SQLCipher 3 settings before, SQLCipher 4 defaults after (4096-byte pages, PBKDF2-HMAC-SHA512 with \
             256,000 iterations, HMAC-SHA512), verified, and renamed over the original in one atomic step. \
-            SQLCipher 3 cannot open the result.
+            SQLCipher 3 cannot open the result. The cipher options set the new file's settings where they should \
+            differ from SQLCipher 4's defaults, for example --plaintext-header-size 32 (with --salt-file or a key \
+            file x'<96 hex>'). On a terminal a progress line names the phase and the pages written.
 
             Example:
               sqlcipherkit migrate legacy.db --key-file legacy.key --backup-dir /var/backups
+              sqlcipherkit migrate legacy.db --key-file legacy-with-salt.key --plaintext-header-size 32 --json
             """
     )
 
@@ -32,8 +35,15 @@ struct MigrateCommand: ParsableCommand {
     @Option(help: ArgumentHelp("How long to wait for other connections' locks.", valueName: "seconds"))
     var lockTimeout: Double = 3
 
+    @OptionGroup(title: "Cipher settings of the migrated (SQLCipher 4) file")
+    var cipher: CipherOptions
+
+    @OptionGroup(title: "Output")
+    var output: OutputOptions
+
+    var cipherOptionsForRun: CipherOptions? { cipher }
+
     func validate() throws {
-        _ = try key.requiredSource()
         guard lockTimeout.isFinite, lockTimeout >= 0, lockTimeout <= 86_400 else {
             throw ValidationError("--lock-timeout must be a number of seconds from 0 to 86400")
         }
@@ -48,22 +58,39 @@ struct MigrateCommand: ParsableCommand {
         case 3:
             break
         case 4:
-            Output.result("\(database) is already in the SQLCipher 4 format; nothing to do")
+            Output.setJSONResult(MigrationReport(path: database, migrated: false, durationSeconds: 0, backupPath: nil))
+            if !Output.isJSON { Output.result("\(database) is already in the SQLCipher 4 format; nothing to do") }
             return
         default:
             throw CommandFailure(
-                "\(database) does not use SQLCipher 3's default settings (custom settings or plaintext); not migrated")
+                "\(database) does not use SQLCipher 3's default settings (custom settings or plaintext); not migrated",
+                kind: "unknownFormat")
         }
-        let progress = MultiFileProgress()
-        let result = try KeyRotation.rotate(
-            RotationRequest(
-                path: database, oldEncryption: .key(key, settings: .sqlcipher3), newEncryption: .key(key),
-                method: .copy, backupDirectory: backupDirectory,
-                lockTimeout: .milliseconds(Int(lockTimeout * 1000)))
-        ) { step in progress.update(path: database, step) }
-        progress.finish()
-        Output.result(
-            "migrated \(database) to the SQLCipher 4 format (\(seconds(result.duration)) s)"
-                + (result.backupPath.map { "; original kept at \($0)" } ?? ""))
+        let newSettings = try cipher.settings(for: key)
+        let request = RotationRequest(
+            path: database, oldEncryption: .key(key, settings: .sqlcipher3),
+            newEncryption: .key(key, settings: newSettings), method: .copy, backupDirectory: backupDirectory,
+            lockTimeout: .milliseconds(Int(lockTimeout * 1000)))
+        let phases = RotationPhases(path: database, pageSize: 1024, isInPlace: false, backupDirectory: backupDirectory)
+        let result = try PhaseProgress(label: "migrate \(database)", state: phases.state).run {
+            try KeyRotation.rotate(request) { step in phases.record(step) }
+        }
+        Output.setJSONResult(
+            MigrationReport(
+                path: database, migrated: true, durationSeconds: seconds(result.duration),
+                backupPath: result.backupPath))
+        if !Output.isJSON {
+            Output.result(
+                "migrated \(database) to the SQLCipher 4 format (\(seconds(result.duration)) s)"
+                    + (result.backupPath.map { "; original kept at \($0)" } ?? ""))
+        }
     }
+}
+
+/// `migrate --json`'s `result`.
+struct MigrationReport: Encodable, Sendable {
+    let path: String
+    let migrated: Bool
+    let durationSeconds: Double
+    let backupPath: String?
 }

@@ -12,6 +12,21 @@ enum Output {
     /// Captured output of in-process runs (tests); `nil` writes to the real streams.
     @TaskLocal static var capture: OutputCapture?
 
+    /// Tests set it to see progress in captured output, as a terminal would.
+    @TaskLocal static var treatsCaptureAsTerminal = false
+
+    /// The JSON report of a command run with `--json`; `nil` for text output.
+    @TaskLocal static var jsonReport: JSONReport?
+
+    /// Whether the running command prints JSON.
+    static var isJSON: Bool { jsonReport != nil }
+
+    /// In `--json` mode, records the command's result (printed in the one JSON object at the end); otherwise does
+    /// nothing.
+    static func setJSONResult(_ value: some Encodable & Sendable) {
+        jsonReport?.setResult(value)
+    }
+
     /// Writes a result line to standard output.
     static func result(_ text: String) {
         write(text + "\n", toStandardError: false)
@@ -22,19 +37,23 @@ enum Output {
         write(text + "\n", toStandardError: true)
     }
 
-    /// Writes a value as pretty-printed JSON (sorted keys) to standard output.
-    static func json(_ value: some Encodable) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        result(String(decoding: try encoder.encode(value), as: UTF8.self))
-    }
-
     /// Whether standard error is a terminal (progress bars and prompts are shown only then).
     static var isStandardErrorTerminal: Bool {
-        capture == nil && isatty(STDERR_FILENO) == 1
+        if capture != nil { return treatsCaptureAsTerminal }
+        return isatty(STDERR_FILENO) == 1
+    }
+
+    /// Whether progress is drawn: on a terminal, and never in `--json` mode.
+    static var showsProgress: Bool {
+        isStandardErrorTerminal && !isJSON
     }
 
     static func write(_ text: String, toStandardError: Bool) {
+        write(text, toStandardError: toStandardError, capture: capture)
+    }
+
+    /// For threads that do not inherit the task-local ``capture`` (the progress ticker).
+    static func write(_ text: String, toStandardError: Bool, capture: OutputCapture?) {
         if let capture {
             capture.append(text, toStandardError: toStandardError)
             return
@@ -67,53 +86,20 @@ final class OutputCapture: Sendable {
     var standardError: String { streams.withLock { $0.standardError } }
 }
 
-/// A one-line progress bar on standard error, drawn only when standard error is a terminal.
-final class ProgressBar {
-    private let label: String
-    private let isEnabled: Bool
-    private var lastDrawn: ContinuousClock.Instant?
-    private var hasDrawn = false
-
-    init(label: String) {
-        self.label = label
-        self.isEnabled = Output.isStandardErrorTerminal
-    }
-
-    /// Redraws the bar (at most every 50 ms, and always at completion).
-    func update(done: Int, total: Int) {
-        guard isEnabled else { return }
-        let now = ContinuousClock.now
-        let isComplete = total > 0 && done >= total
-        if let lastDrawn, now - lastDrawn < .milliseconds(50), !isComplete { return }
-        lastDrawn = now
-        hasDrawn = true
-        let width = 30
-        let fraction = total == 0 ? 1 : min(1, Double(done) / Double(total))
-        let filled = Int(fraction * Double(width))
-        let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
-        Output.write(
-            "\r\(label) [\(bar)] \(done)/\(total) pages (\(Int(fraction * 100))%)", toStandardError: true)
-    }
-
-    /// Ends the line the bar was drawn on.
-    func finish() {
-        guard isEnabled, hasDrawn else { return }
-        hasDrawn = false
-        Output.write("\n", toStandardError: true)
-    }
-
-    /// An indeterminate status line for work without page counts (an export).
-    func announce(_ text: String) {
-        guard isEnabled else { return }
-        Output.write("\(label): \(text)\n", toStandardError: true)
-    }
-}
-
 /// `write(2)`, reachable from types that have a `write` method of their own.
 func systemWrite(_ descriptor: CInt, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
     #if canImport(Glibc)
     Glibc.write(descriptor, bytes, count)
     #else
     Darwin.write(descriptor, bytes, count)
+    #endif
+}
+
+/// `read(2)`, reachable from types that have a `read` method of their own.
+func systemRead(_ descriptor: CInt, _ bytes: UnsafeMutableRawPointer, _ count: Int) -> Int {
+    #if canImport(Glibc)
+    Glibc.read(descriptor, bytes, count)
+    #else
+    Darwin.read(descriptor, bytes, count)
     #endif
 }

@@ -2,7 +2,7 @@ import ArgumentParser
 import SQLCipherKit
 
 /// `sqlcipherkit rotate`: a thin shell over ``KeyRotation/rotateAll(_:progress:)``.
-struct RotateCommand: ParsableCommand {
+struct RotateCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "rotate",
         abstract: "Change the key of one or more encrypted databases, safely.",
@@ -19,9 +19,15 @@ struct RotateCommand: ParsableCommand {
             The exit status is 0 when every database was rotated; otherwise that of the failures (3 when the \
             current key did not open them, 1 for mixed failures). See Docs/KeyRotation.md.
 
+            On a terminal a progress line names the phase (keeping the original, writing the copy, rekeying in \
+            place, verifying) with pages done; for steps SQLCipher reports nothing about, the count is estimated \
+            from the size of the file being written. Cipher options give settings other than the engine's \
+            defaults (the same before and after).
+
             Example:
               sqlcipherkit rotate notes.db --key-file old.key --new-key-file new.key --backup-dir /var/backups
               sqlcipherkit rotate tenants/*.db --key-env OLD_KEY --new-key-env NEW_KEY --method in-place --json
+              sqlcipherkit rotate legacy.db --key-file old.key --new-key-file new.key --cipher-compatibility 3
             """
     )
 
@@ -49,16 +55,16 @@ struct RotateCommand: ParsableCommand {
     @Option(help: ArgumentHelp("How long to wait for other connections' locks.", valueName: "seconds"))
     var lockTimeout: Double = 3
 
-    @Flag(help: "Print the results as JSON.")
-    var json = false
+    @OptionGroup(title: "Output")
+    var output: OutputOptions
+
+    var cipherOptionsForRun: CipherOptions? { cipher }
 
     func validate() throws {
         guard !databases.isEmpty else { throw ValidationError("give at least one database to rotate") }
         guard Set(databases).count == databases.count else {
             throw ValidationError("a database is named twice")
         }
-        _ = try key.requiredSource()
-        _ = try newKey.requiredSource()
         try validateOneStandardInputKey(key, newKey)
         guard lockTimeout.isFinite, lockTimeout >= 0, lockTimeout <= 86_400 else {
             throw ValidationError("--lock-timeout must be a number of seconds from 0 to 86400")
@@ -66,6 +72,9 @@ struct RotateCommand: ParsableCommand {
     }
 
     func run() throws {
+        // Both keys must have a source before either is read (a missing one is a usage error).
+        _ = try key.requiredSource()
+        _ = try newKey.requiredSource()
         let oldKey = try key.loadKey()
         let newKey = try newKey.loadKey(confirm: true)
         guard !oldKey.isSameKey(as: newKey) else {
@@ -78,13 +87,18 @@ struct RotateCommand: ParsableCommand {
                 newEncryption: .key(newKey, settings: settings), method: method.rotationMethod,
                 backupDirectory: backupDirectory, lockTimeout: .milliseconds(Int(lockTimeout * 1000)))
         }
-        let progress = MultiFileProgress()
-        let results = KeyRotation.rotateAll(requests) { path, step in progress.update(path: path, step) }
-        progress.finish()
+        let results = requests.map { request in
+            let phases = RotationPhases(
+                path: request.path, pageSize: cipher.effectivePageSize, isInPlace: method == .inPlace,
+                backupDirectory: backupDirectory)
+            return PhaseProgress(label: "rotate \(request.path)", state: phases.state).run {
+                KeyRotation.rotateAll([request]) { _, step in phases.record(step) }[0]
+            }
+        }
 
         let statuses = results.map { $0.error.map(ExitStatus.status(for:)) ?? .success }
-        if json {
-            try Output.json(RotationReport(method: method.rawValue, results: results, statuses: statuses))
+        if Output.isJSON {
+            Output.setJSONResult(RotationReport(method: method.rawValue, results: results, statuses: statuses))
         } else {
             for result in results { Output.result(Self.line(for: result)) }
         }
@@ -98,17 +112,31 @@ struct RotateCommand: ParsableCommand {
 
     static func line(for result: RotationResult) -> String {
         guard let error = result.error else {
-            return "rotated \(result.path) (\(result.method), \(seconds(result.duration)) s)"
+            let target = result.resolvedPath == result.path
+                ? result.path : "\(result.path) (symlink followed: \(result.resolvedPath))"
+            return "rotated \(target) (\(result.method), \(seconds(result.duration)) s)"
                 + (result.backupPath.map { "; original kept at \($0)" } ?? "")
         }
         let state = switch result.keyState {
         case .old: "it still opens with the old key"
         case .new: "it opens with the new key"
         case .neither: "it opens with neither key given"
+        case .locked: "it is locked by another connection or process, so which key opens it was not checked"
         case .unknown: "which key opens it is unknown"
         }
-        return "FAILED  \(result.path): \(error.message); \(state)"
+        let line = "FAILED  \(result.path): \(CLIWording.translate(error.message)); \(state)"
+        guard error.kind == .invalidState, error.message.contains("open in other processes") else { return line }
+        return line + "\n" + liveRotationHint
     }
+
+    /// What to do instead when a running service holds the file (the rotation itself is refused: the service would
+    /// go on with the old file).
+    static let liveRotationHint = """
+        hint: to rotate the key of a database a running service holds, hand the new key to the service instead: \
+        a service built on SQLCipherKitServices' DatabaseService watches for <its key file>.next; write the new \
+        key there (mode 0600, under another name first, then mv), and it rekeys between requests, verifies, and \
+        renames it over its key file. See Docs/Services.md, "Rotating the key of a live service".
+        """
 }
 
 /// `--method`: the library's ``RotationMethod`` as an argument.
@@ -124,26 +152,9 @@ enum MethodArgument: String, ExpressibleByArgument, CaseIterable {
     }
 }
 
-/// A progress bar per database, redrawn as pages are copied (copy method only; rekey reports nothing).
-final class MultiFileProgress {
-    private var current: (path: String, bar: ProgressBar)?
-
-    func update(path: String, _ progress: BackupProgress) {
-        if current?.path != path {
-            current?.bar.finish()
-            current = (path, ProgressBar(label: path))
-        }
-        current?.bar.update(done: progress.pagesCopied, total: progress.pageCount)
-    }
-
-    func finish() {
-        current?.bar.finish()
-    }
-}
-
 /// `rotate --json`.
-struct RotationReport: Encodable {
-    struct Database: Encodable {
+struct RotationReport: Encodable, Sendable {
+    struct Database: Encodable, Sendable {
         let path: String
         let rotated: Bool
         let keyState: String
@@ -169,19 +180,6 @@ struct RotationReport: Encodable {
                 method: result.method.rawValue, durationSeconds: seconds(result.duration),
                 backupPath: result.backupPath, error: result.error.map(ErrorReport.init), exitStatus: status.rawValue)
         }
-    }
-}
-
-/// A ``DatabaseError`` in JSON output: kind, code and message (never key material; the library keeps it out).
-struct ErrorReport: Encodable {
-    let kind: String
-    let code: Int32
-    let message: String
-
-    init(_ error: DatabaseError) {
-        kind = error.kind.name
-        code = error.extendedResultCode.rawValue
-        message = error.message
     }
 }
 

@@ -17,7 +17,8 @@ struct SQLCipherKitCommand: ParsableCommand {
             standard input is a terminal.
 
             Exit status: 0 success, 1 failure, 2 usage error, 3 the key does not open the database, \
-            4 verification failed.
+            4 verification failed or the file is damaged. Every subcommand takes --json: one JSON object on \
+            standard output, on success and on failure. Core dumps are turned off before any key is read.
 
             Examples:
               sqlcipherkit keygen --out notes.key
@@ -28,33 +29,74 @@ struct SQLCipherKitCommand: ParsableCommand {
         subcommands: [
             KeygenCommand.self, RotateCommand.self, VerifyCommand.self, InfoCommand.self, EncryptCommand.self,
             DecryptCommand.self, BackupCommand.self, MigrateCommand.self, ExecCommand.self, DemoCommand.self,
+            DebugProcessStateCommand.self,
         ]
     )
 
     /// Replaces ArgumentParser's entry point so usage errors exit with 2 and library errors with their own status.
     static func main() {
+        // First, before any key is read: no core file, no ptrace by other processes of this user.
+        ProcessHardening.disableCoreDumps()
+        // Ctrl-C or a TERM during a copy removes its temporary file (possibly plaintext, for `decrypt`); a run
+        // killed outright has its leftovers removed by the next run.
+        try? TemporaryFiles.installSignalCleanup()
         EngineLog.silenceUnlessAsked()
         terminate(run(arguments: Array(CommandLine.arguments.dropFirst())).rawValue)
     }
 
-    /// Parses and runs a command line, reporting any error on standard error. Tests call it in-process.
+    /// Parses and runs a command line, reporting any error on standard error (and, with `--json`, in the one JSON
+    /// object on standard output). Tests call it in-process.
     static func run(arguments: [String]) -> ExitStatus {
+        var command: any ParsableCommand
         do {
-            var command = try parseAsRoot(arguments)
-            try command.run()
-            return .success
+            command = try parseAsRoot(arguments)
         } catch {
-            return report(error)
+            let status = report(error)
+            if status != .success && arguments.contains("--json") {
+                JSONEnvelope(command: commandName(in: arguments), status: status, error: error, result: nil).print()
+            }
+            return status
         }
+        let operatorCommand = command as? any OperatorCommand
+        let jsonReport = operatorCommand?.output.json == true
+            ? JSONReport(command: type(of: command).configuration.commandName ?? "sqlcipherkit") : nil
+        var failure: (any Error)?
+        Output.$jsonReport.withValue(jsonReport) {
+            do {
+                if let mask = operatorCommand?.cipherOptionsForRun?.hmacSaltMaskValue {
+                    // Process-wide in SQLCipher: held for the whole run, the default restored afterwards.
+                    try SQLCipher.withHMACSaltMask(mask) { try command.run() }
+                } else {
+                    try command.run()
+                }
+            } catch {
+                failure = error
+            }
+        }
+        let status = failure.map { report($0) } ?? .success
+        if let jsonReport {
+            JSONEnvelope(
+                command: jsonReport.command, status: status, error: failure, result: jsonReport.recordedResult
+            ).print()
+        }
+        return status
     }
 
+    /// The subcommand a command line names (for the JSON object of a usage error).
+    private static func commandName(in arguments: [String]) -> String {
+        let names = configuration.subcommands.compactMap { $0.configuration.commandName }
+        return arguments.first(where: names.contains) ?? "sqlcipherkit"
+    }
+
+    @discardableResult
     private static func report(_ error: any Error) -> ExitStatus {
         let status = ExitStatus.status(for: error)
         switch error {
         case let error as DatabaseError:
-            Output.message("error: \(error.message)" + (error.sql.map { " (while executing `\($0)`)" } ?? ""))
+            Output.message(
+                "error: \(CLIWording.translate(error.message))" + (error.sql.map { " (while executing `\($0)`)" } ?? ""))
         case let error as CommandFailure:
-            Output.message("error: \(error.message)")
+            Output.message("error: \(CLIWording.translate(error.message))")
         default:
             let text = fullMessage(for: error)
             if text.isEmpty { break }
@@ -70,7 +112,8 @@ enum VersionReport {
         return """
             sqlcipherkit \(SQLCipherKitVersion.string)
             engine: \(engine), SQLite \(SQLCipher.sqliteVersion), \
-            crypto: \(SQLCipher.cryptoProvider) \(SQLCipher.cryptoProviderVersion)
+            crypto provider (as the engine reports it): \(SQLCipher.cryptoProvider) \(SQLCipher.cryptoProviderVersion)
+            OpenSSL loaded: \(OpenSSLRuntime.version)
             """
     }
 }
@@ -81,7 +124,7 @@ func terminate(_ status: Int32) -> Never {
 }
 
 /// SQLCipher 4.6+ logs every failed page HMAC to standard error, so a rotation, which checks that the old key no
-/// longer opens the file, would print "ERROR CORE … hmac check failed" on success (SQLCIPHER-FACTS §11). The CLI
+/// longer opens the file, would print "… hmac check failed" errors on success (Docs/EngineNotes.md#logging). The CLI
 /// reports errors itself; SQLCIPHERKIT_ENGINE_LOG=1 keeps the engine's log.
 enum EngineLog {
     static func silenceUnlessAsked() {
@@ -90,7 +133,7 @@ enum EngineLog {
               let connection = try? Connection.inMemory(encryption: .none)
         else { return }
         // The log level is the engine's, process-wide: harmless here, this process is the CLI alone.
-        try? connection.execute("PRAGMA cipher_log_level = NONE")
+        try? connection.silenceEngineLog()
         connection.close()
     }
 }

@@ -97,6 +97,45 @@ struct EncryptionKeyTests {
         }
     }
 
+    @Test("a written key file reads back as the same key; a passphrase it could not keep is refused")
+    func keyFileRoundTrip() throws {
+        try withTemporaryDirectory { dir in
+            let keys = [
+                try EncryptionKey.generateRaw(), try EncryptionKey.generateRaw(withSalt: true),
+                try EncryptionKey(passphrase: "secret"), try EncryptionKey(passphrase: "ends with a newline\n"),
+                try EncryptionKey(passphraseBytes: [0xA2, 0x00, 0x0A]),
+            ]
+            for (index, key) in keys.enumerated() {
+                let path = dir.path("test-\(index).key")
+                try key.write(toKeyFile: path)
+                #expect(try EncryptionKey(contentsOf: path).isSameKey(as: key))
+            }
+            // Found by the key-text fuzzer: "\u{A2}\r" was written as "\u{A2}\r\n" and read back as "\u{A2}".
+            for passphrase in ["\u{A2}\r", "carriage return\r", "x'0011'", "X'not hex'"] {
+                let path = dir.path("refused.key")
+                let error = expectError(.invalidKey) { try EncryptionKey(passphrase: passphrase).write(toKeyFile: path) }
+                #expect(error?.message.contains("read back") == true)
+                #expect(error?.message.contains(passphrase) == false)
+                #expect(!FileManager.default.fileExists(atPath: path))
+            }
+        }
+    }
+
+    @Test("key text in a String parses exactly as a key file's content")
+    func keyTextString() throws {
+        let raw = try EncryptionKey(keyText: "x'\(Self.hex64)'\n")
+        #expect(raw.isSameKey(as: try EncryptionKey(sqlcipherRawKeyText: "x'\(Self.hex64)'")))
+        let salted = try EncryptionKey(keyText: "X'\(Self.hex64)\(Self.hex32)'\r\n")
+        #expect(salted.kind == .rawWithSalt)
+        #expect(try EncryptionKey(keyText: "secret\n").isSameKey(as: try EncryptionKey(passphrase: "secret")))
+        #expect(try EncryptionKey(keyText: "secret\n\n").isSameKey(as: try EncryptionKey(passphrase: "secret\n")))
+        #expect(try EncryptionKey(keyText: "pässphrase").isSameKey(as: try EncryptionKey(passphrase: "pässphrase")))
+        expectError(.invalidKey) { try EncryptionKey(keyText: "") }
+        expectError(.invalidKey) { try EncryptionKey(keyText: "\r\n") }
+        let malformed = expectError(.invalidKey) { try EncryptionKey(keyText: "x'\(TestKeys.sentinel)'") }
+        #expect(malformed?.message.contains(TestKeys.sentinel) == false)
+    }
+
     @Test("bad key files give clear errors that never show the content")
     func badKeyFiles() throws {
         try withTemporaryDirectory { dir in

@@ -11,7 +11,7 @@ struct ExecCommandTests {
         let (keyPath, key) = try scratch.rawKeyFile("k")
         let db = scratch.path("new.db")
         let result = runInProcess([
-            "exec", db, "--key-file", keyPath,
+            "exec", db, "--key-file", keyPath, "--create",
             "CREATE TABLE t(a, b, c); INSERT INTO t VALUES (1, NULL, x'00ff'), (2.5, 'text', ''); SELECT * FROM t;"
                 + " SELECT count(*) FROM t",
         ])

@@ -5,8 +5,13 @@ import Testing
 
 @Suite("sqlcipherkit info")
 struct InfoCommandTests {
+    /// The envelope's `result`, with the envelope's `engine` and `error` beside its fields.
     private func json(_ result: CommandResult) throws -> [String: Any] {
-        try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any] ?? [:]
+        let envelope = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any] ?? [:]
+        var report = envelope["result"] as? [String: Any] ?? [:]
+        report["engine"] = envelope["engine"]
+        report["error"] = envelope["error"]
+        return report
     }
 
     @Test("without a key: engine versions and the file's format")
@@ -77,8 +82,14 @@ struct InfoCommandTests {
         let scratch = try Scratch()
         let (keyPath, key) = try scratch.rawKeyFile("k", withSalt: true)
         let db = try scratch.database("hdr.db", key: key, settings: .plaintextHeader(size: 32, salt: key.salt))
-        #expect(try json(runInProcess(["info", db, "--json"]))["format"] as? String == "plaintext-header")
-        #expect(runInProcess(["info", db, "--key-file", keyPath]).status == 3)
+        let withoutKey = try json(runInProcess(["info", db, "--json"]))
+        #expect(withoutKey["format"] as? String == "plaintext-header")
+        #expect((withoutKey["suggestedOptions"] as? [String])?.contains("--plaintext-header-size") == true)
+        // The default settings do not open it; info recognises the format (the key carries the salt) and says how.
+        let recognised = runInProcess(["info", db, "--key-file", keyPath])
+        #expect(recognised.status == 0, "\(recognised)")
+        #expect(recognised.standardOutput.contains("open with"), "\(recognised)")
+        #expect(recognised.standardOutput.contains("--plaintext-header-size 32"))
         let opened = runInProcess(["info", db, "--key-file", keyPath, "--plaintext-header-size", "32", "--json"])
         #expect(opened.status == 0, "\(opened)")
         #expect((try json(opened)["cipher"] as? [String: Any])?["plaintextHeaderSize"] as? Int == 32)

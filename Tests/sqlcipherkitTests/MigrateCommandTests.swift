@@ -21,6 +21,20 @@ struct MigrateCommandTests {
         #expect(again.standardOutput.contains("already"))
     }
 
+    @Test("--plaintext-header-size gives the migrated file a plaintext header, with the salt from the key",
+          .enabled(if: Engine.isVersion4, "needs SQLCipher 4: plaintext headers and the 4 format"))
+    func migratesWithPlaintextHeader() throws {
+        let scratch = try Scratch()
+        let (keyPath, key) = try scratch.rawKeyFile("k", withSalt: true)
+        let db = try scratch.database("legacy.db", key: key, settings: .sqlcipher3, rowCount: 60)
+        let result = runInProcess(["migrate", db, "--key-file", keyPath, "--plaintext-header-size", "32", "--json"])
+        #expect(result.status == 0, "\(result)")
+        #expect((jsonEnvelope(result)?["result"] as? [String: Any])?["migrated"] as? Bool == true)
+        #expect(try fileBytes(db).prefix(16) == ArraySlice(Array("SQLite format 3".utf8) + [0]))
+        #expect(try rowCount(db, key: key, settings: .plaintextHeader(size: 32, salt: key.salt)) == 60)
+        #expect(runInProcess(["verify", db, "--key-file", keyPath, "--plaintext-header-size", "32"]).status == 0)
+    }
+
     @Test("a wrong key exits 3 and leaves the file as it was", .enabled(if: Engine.isVersion4,
         "needs SQLCipher 4: on SQLCipher 3.4.1 migrate refuses before it reads the key (checked below)"))
     func wrongKey() throws {

@@ -26,7 +26,7 @@ struct NotSQLCipherTests {
 
         let database = scratch.path("plain.db")
         let result = try runSubprocess(
-            ["exec", database, "--key-file", keyPath, "CREATE TABLE t(x)"], environment: environment, in: scratch)
+            ["exec", database, "--key-file", keyPath, "--create", "CREATE TABLE t(x)"], environment: environment, in: scratch)
         #expect(result.status == 1)
         #expect(result.standardError.contains("without SQLCipher"), "\(result.standardError)")
         #expect((try? FileManager.default.attributesOfItem(atPath: database)[.size] as? Int) ?? 0 == 0,

@@ -37,7 +37,8 @@ struct RotateCommandTests {
         #expect(try fileBytes(failing) == before)
         #expect(opens(first, with: newKey) && opens(third, with: newKey))
         #expect(opens(failing, with: otherKey))
-        let report = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+        let envelope = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+        let report = envelope?["result"] as? [String: Any]
         #expect(report?["rotatedCount"] as? Int == 2)
         #expect(report?["failedCount"] as? Int == 1)
         let databases = report?["databases"] as? [[String: Any]] ?? []

@@ -174,3 +174,88 @@ func fileMode(_ path: String) throws -> Int {
 enum Engine {
     static var isVersion4: Bool { (SQLCipher.parsedVersion?.major ?? 0) >= 4 }
 }
+
+// MARK: - Other tools and bounded runs
+
+/// The SQLCipher 3.4.1 shell (Debian package `sqlcipher`), an independent maker of test files.
+enum SQLCipherShell {
+    static let path = "/usr/bin/sqlcipher"
+    static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: path) }
+
+    /// Runs `script` (fed on standard input, never in argv) on `database`; throws when the shell fails.
+    static func run(_ database: String, script: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = [database]
+        // The shell must load its own engine, not the SQLCipher 4 library a test run may have preloaded.
+        var environment = ProcessInfo.processInfo.environment
+        environment["LD_LIBRARY_PATH"] = nil
+        environment["LD_PRELOAD"] = nil
+        process.environment = environment
+        let input = Pipe()
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        input.fileHandleForWriting.write(Data(script.utf8))
+        try input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "sqlcipher shell failed"])
+        }
+    }
+}
+
+/// Runs the binary, failing (and killing it) if it has not ended after `limit`: only to turn a hang into a failure.
+func runSubprocessBounded(
+    _ arguments: [String], limit: Duration = .seconds(60), in scratch: Scratch
+) throws -> CommandResult? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: binaryPath)
+    process.arguments = arguments
+    process.currentDirectoryURL = scratch.url
+    let outputPath = scratch.path(".bounded-stdout-\(UUID().uuidString)")
+    let errorPath = scratch.path(".bounded-stderr-\(UUID().uuidString)")
+    _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+    let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+    let error = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
+    process.standardOutput = output
+    process.standardError = error
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let deadline = ContinuousClock.now + limit
+    while process.isRunning && ContinuousClock.now < deadline {
+        Thread.sleep(forTimeInterval: 0.05)
+    }
+    let hung = process.isRunning
+    if hung {
+        process.terminate()
+    }
+    process.waitUntilExit()
+    try output.close()
+    try error.close()
+    defer {
+        try? FileManager.default.removeItem(atPath: outputPath)
+        try? FileManager.default.removeItem(atPath: errorPath)
+    }
+    guard !hung else { return nil }
+    return CommandResult(
+        status: process.terminationStatus,
+        standardOutput: try String(contentsOfFile: outputPath, encoding: .utf8),
+        standardError: try String(contentsOfFile: errorPath, encoding: .utf8))
+}
+
+/// The one JSON object a `--json` run printed, or `nil` when standard output is not exactly one object.
+func jsonEnvelope(_ result: CommandResult) -> [String: Any]? {
+    guard let object = try? JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) else { return nil }
+    return object as? [String: Any]
+}
+
+/// A plaintext SQLite database with `item(id, body)`.
+func plaintextDatabase(_ scratch: Scratch, _ name: String) throws -> String {
+    let db = try Connection(path: scratch.path(name), encryption: .none)
+    try db.execute("CREATE TABLE item(id INTEGER PRIMARY KEY, body TEXT NOT NULL); INSERT INTO item(body) VALUES ('a')")
+    db.close()
+    return scratch.path(name)
+}

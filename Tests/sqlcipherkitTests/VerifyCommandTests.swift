@@ -15,7 +15,8 @@ struct VerifyCommandTests {
         #expect(result.standardOutput.contains("verified"))
         let json = try runSubprocess(["verify", db, "--key-file", keyPath, "--json"], in: scratch)
         #expect(json.status == 0, "\(json)")
-        let report = try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
+        let envelope = try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
+        let report = envelope?["result"] as? [String: Any]
         #expect(report?["verified"] as? Bool == true)
         #expect(report?["cipherIntegrityCheckRan"] as? Bool == SQLCipher.supports(.cipherIntegrityCheck))
     }

@@ -51,8 +51,20 @@ public struct CipherSettings: Sendable, Hashable, CustomStringConvertible {
         case hmacSHA512 = "HMAC_SHA512"
     }
 
-    /// `cipher_compatibility` (SQLCipher 4): start from the defaults of SQLCipher major version 3 or 4. Applied
-    /// before the other fields, which then override it.
+    /// How the page number enters each page's HMAC (`cipher_hmac_pgno`): SQLCipher writes it little-endian; some
+    /// SQLCipher 2.0 builds on big-endian machines wrote it big-endian.
+    public enum HMACPageNumberEncoding: String, Sendable, Hashable, CaseIterable {
+        /// Little-endian (`le`), SQLCipher's default on every machine.
+        case littleEndian = "le"
+        /// Big-endian (`be`), for SQLCipher 2.0 files written on big-endian machines.
+        case bigEndian = "be"
+        /// The machine's own byte order (`native`).
+        case native
+    }
+
+    /// `cipher_compatibility`: start from the defaults of SQLCipher major version 1, 2, 3 or 4. Applied before the
+    /// other fields, which then override it. SQLCipher 4 has the PRAGMA; on SQLCipher 3 versions 1 to 3 are applied
+    /// as the explicit settings they stand for.
     public var compatibility: Int?
 
     /// `cipher_page_size`: a power of two from 512 to 65536.
@@ -78,12 +90,33 @@ public struct CipherSettings: Sendable, Hashable, CustomStringConvertible {
     /// `cipher_salt` (SQLCipher 4): the 16-byte database salt, for databases with a plaintext header. Not secret.
     public var salt: [UInt8]?
 
+    /// `cipher_hmac_pgno`: how the page number enters the page HMAC (only SQLCipher 2.0 files from big-endian
+    /// machines need ``HMACPageNumberEncoding/bigEndian``). Deprecated by SQLCipher 4.1 but still applied.
+    public var hmacPageNumberEncoding: HMACPageNumberEncoding?
+
+    /// `fast_kdf_iter`: PBKDF2 iterations that derive the HMAC key from the encryption key (default 2; the SQLCipher
+    /// 2.0 beta used 4000). Deprecated by SQLCipher 4.1 but still applied.
+    public var fastKDFIterations: Int?
+
+    /// `cipher_hmac_salt_mask`: the byte XORed into the salt to derive the HMAC key (default `0x3a`; the SQLCipher
+    /// 2.0 beta used `0x00`).
+    ///
+    /// - Warning: SQLCipher keeps this value for the whole process, not per connection: setting it changes every
+    ///   connection that derives its key afterwards. A value other than ``SQLCipher/defaultHMACSaltMask`` is
+    ///   therefore only accepted inside ``SQLCipher/withHMACSaltMask(_:_:)``, which holds it for one scope and
+    ///   restores the default after it; opening with it anywhere else throws ``DatabaseError/invalidState``.
+    public var hmacSaltMask: UInt8?
+
     /// Creates settings; `nil` keeps the engine's default.
     public init(
         compatibility: Int? = nil, pageSize: Int? = nil, kdfIterations: Int? = nil, usesHMAC: Bool? = nil,
         kdfAlgorithm: KDFAlgorithm? = nil, hmacAlgorithm: HMACAlgorithm? = nil, plaintextHeaderSize: Int? = nil,
-        salt: [UInt8]? = nil
+        salt: [UInt8]? = nil, hmacPageNumberEncoding: HMACPageNumberEncoding? = nil, fastKDFIterations: Int? = nil,
+        hmacSaltMask: UInt8? = nil
     ) {
+        self.hmacPageNumberEncoding = hmacPageNumberEncoding
+        self.fastKDFIterations = fastKDFIterations
+        self.hmacSaltMask = hmacSaltMask
         self.compatibility = compatibility
         self.pageSize = pageSize
         self.kdfIterations = kdfIterations
@@ -102,6 +135,40 @@ public struct CipherSettings: Sendable, Hashable, CustomStringConvertible {
     public static let sqlcipher3 = CipherSettings(
         pageSize: 1024, kdfIterations: 64000, usesHMAC: true,
         kdfAlgorithm: .pbkdf2HMACSHA1, hmacAlgorithm: .hmacSHA1)
+
+    /// SQLCipher 1.1's defaults, explicitly: 1024-byte pages, 4,000 PBKDF2-SHA1 iterations, no page HMAC.
+    public static let sqlcipher1 = CipherSettings(
+        pageSize: 1024, kdfIterations: 4000, usesHMAC: false,
+        kdfAlgorithm: .pbkdf2HMACSHA1, hmacAlgorithm: .hmacSHA1)
+
+    /// SQLCipher 2's defaults, explicitly: 1024-byte pages, 4,000 PBKDF2-SHA1 iterations, HMAC-SHA1.
+    public static let sqlcipher2 = CipherSettings(
+        pageSize: 1024, kdfIterations: 4000, usesHMAC: true,
+        kdfAlgorithm: .pbkdf2HMACSHA1, hmacAlgorithm: .hmacSHA1)
+
+    /// The explicit settings `cipher_compatibility` = `version` stands for (1 to 4), `nil` for another number.
+    public static func defaults(ofMajorVersion version: Int) -> CipherSettings? {
+        switch version {
+        case 1: .sqlcipher1
+        case 2: .sqlcipher2
+        case 3: .sqlcipher3
+        case 4: .sqlcipher4
+        default: nil
+        }
+    }
+
+    /// These settings with every field left `nil` taken from ``compatibility``'s defaults (no change without it).
+    var resolvingCompatibility: CipherSettings {
+        guard let compatibility, let implied = Self.defaults(ofMajorVersion: compatibility) else { return self }
+        var resolved = self
+        resolved.compatibility = nil
+        resolved.pageSize = pageSize ?? implied.pageSize
+        resolved.kdfIterations = kdfIterations ?? implied.kdfIterations
+        resolved.usesHMAC = usesHMAC ?? implied.usesHMAC
+        resolved.kdfAlgorithm = kdfAlgorithm ?? implied.kdfAlgorithm
+        resolved.hmacAlgorithm = hmacAlgorithm ?? implied.hmacAlgorithm
+        return resolved
+    }
 
     /// SQLCipher 4's defaults, explicitly (needs SQLCipher 4).
     public static let sqlcipher4 = CipherSettings(
@@ -127,6 +194,9 @@ public struct CipherSettings: Sendable, Hashable, CustomStringConvertible {
         if let hmacAlgorithm { parts.append("hmacAlgorithm: \(hmacAlgorithm.rawValue)") }
         if let plaintextHeaderSize { parts.append("plaintextHeaderSize: \(plaintextHeaderSize)") }
         if salt != nil { parts.append("salt: set") }
+        if let hmacPageNumberEncoding { parts.append("hmacPageNumberEncoding: \(hmacPageNumberEncoding.rawValue)") }
+        if let fastKDFIterations { parts.append("fastKDFIterations: \(fastKDFIterations)") }
+        if let hmacSaltMask { parts.append("hmacSaltMask: 0x\(String(hmacSaltMask, radix: 16))") }
         return parts.isEmpty ? "CipherSettings(engine defaults)" : "CipherSettings(" + parts.joined(separator: ", ") + ")"
     }
 }

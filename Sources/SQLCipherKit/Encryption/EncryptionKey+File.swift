@@ -28,33 +28,48 @@ extension EncryptionKey {
     /// - Parameters:
     ///   - path: The key file.
     ///   - permissions: By default a file that group or others can read (mode not `0600`/`0400`) is refused.
-    /// - Throws: ``DatabaseError/invalidKey`` when the file is missing, not a regular file, readable by others,
-    ///   larger than ``maximumKeyFileByteCount``, empty, or holds malformed `x'…'` text. The message names the path
-    ///   and the problem, never the content.
+    /// The file is opened non-blocking and checked with `fstat` before a byte is read: a FIFO, a device or a
+    /// folder fails at once instead of blocking. Symbolic links are followed (orchestrators mount secrets as links
+    /// into a versioned folder); the checks apply to the file they lead to.
+    ///
+    /// - Throws: ``DatabaseError/invalidKey`` when the file is missing, not a regular file, owned by another user
+    ///   than the current one or root, readable by others, larger than ``maximumKeyFileByteCount``, empty, or holds
+    ///   malformed `x'…'` text. The message names the path and the problem, never the content (nor the path itself
+    ///   when it looks like key material: a key typed where the path belongs).
     public init(contentsOf path: String, permissions: KeyFilePermissionPolicy = .requireOwnerOnly) throws {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        let shownPath = KeyMaterialRedaction.shown(path, as: "key file path")
+        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else {
             let reason = String(cString: strerror(errno))
-            throw Self.invalid("cannot read key file \(path): \(reason)")
+            throw Self.invalid("cannot read key file \(shownPath): \(reason)")
         }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
-            throw Self.invalid("cannot read key file \(path): \(String(cString: strerror(errno)))")
+            throw Self.invalid("cannot read key file \(shownPath): \(String(cString: strerror(errno)))")
         }
         guard (status.st_mode & S_IFMT) == S_IFREG else {
-            throw Self.invalid("key file \(path) is not a regular file")
+            throw Self.invalid("key file \(shownPath) is not a regular file (a FIFO, device or folder is refused)")
         }
         let mode = status.st_mode & 0o777
-        if permissions == .requireOwnerOnly && mode & 0o077 != 0 {
-            throw Self.invalid(
-                "key file \(path) can be read by group or others (mode \(String(mode, radix: 8))); "
-                    + "run `chmod 600 \(path)`")
+        if permissions == .requireOwnerOnly {
+            // Whoever owns the file can replace the key: only this user or root may.
+            guard status.st_uid == geteuid() || status.st_uid == 0 else {
+                throw Self.invalid(
+                    "key file \(shownPath) belongs to user id \(status.st_uid), not to this user (\(geteuid())) or"
+                        + " root; a key file must be owned by the account that uses it")
+            }
+            if mode & 0o077 != 0 {
+                throw Self.invalid(
+                    "key file \(shownPath) can be read by group or others (mode \(String(mode, radix: 8))); "
+                        + "run `chmod 600 \(shownPath)`")
+            }
         }
         let size = Int(status.st_size)
         guard size <= Self.maximumKeyFileByteCount else {
             throw Self.invalid(
-                "key file \(path) is \(size) bytes; a key file holds at most \(Self.maximumKeyFileByteCount)")
+                "key file \(shownPath) is \(size) bytes; a key file holds at most \(Self.maximumKeyFileByteCount)")
         }
         // Read one byte more than the size so a file that grew meanwhile is noticed rather than cut.
         var readCount = 0
@@ -63,17 +78,17 @@ extension EncryptionKey {
                 let result = read(descriptor, buffer.baseAddress! + readCount, buffer.count - readCount)
                 if result < 0 {
                     if errno == EINTR { continue }
-                    throw Self.invalid("cannot read key file \(path): \(String(cString: strerror(errno)))")
+                    throw Self.invalid("cannot read key file \(shownPath): \(String(cString: strerror(errno)))")
                 }
                 if result == 0 { break }
                 readCount += result
             }
         }
         guard readCount <= size else {
-            throw Self.invalid("key file \(path) changed while it was read")
+            throw Self.invalid("key file \(shownPath) changed while it was read")
         }
         self = try raw.withUnsafeBytes { bytes in
-            try EncryptionKey.parseKeyText(UnsafeRawBufferPointer(rebasing: bytes[0..<readCount]), source: "key file \(path)")
+            try EncryptionKey.parseKeyText(UnsafeRawBufferPointer(rebasing: bytes[0..<readCount]), source: "key file \(shownPath)")
         }
     }
 
@@ -116,9 +131,25 @@ extension EncryptionKey {
     /// Writes the key to a new key file that ``init(contentsOf:permissions:)`` reads back: the `x'…'` text of a raw
     /// key or the bytes of a passphrase, then a newline. The file is created with mode 0600 and flushed to disk.
     ///
-    /// - Throws: ``DatabaseError/fileSystem`` when the file exists (it is never overwritten) or cannot be written;
-    ///   nothing is left behind on failure.
+    /// - Throws: ``DatabaseError/invalidKey`` for a passphrase the file could not give back: one that ends with a
+    ///   carriage return (the reader removes `\r\n`) or starts with `x'` (the reader takes it for raw-key text).
+    ///   ``DatabaseError/fileSystem`` when the file exists (it is never overwritten) or cannot be written; nothing
+    ///   is left behind on failure.
     public func write(toKeyFile path: String) throws {
+        if kind == .passphrase {
+            try material.withUnsafeBytes { bytes in
+                if bytes.last == UInt8(ascii: "\r") {
+                    throw Self.invalid(
+                        "this passphrase ends with a carriage return, which a key file cannot keep; "
+                            + "it would read back as another key")
+                }
+                if bytes.count >= 2, bytes[0] | 0x20 == UInt8(ascii: "x"), bytes[1] == UInt8(ascii: "'") {
+                    throw Self.invalid(
+                        "this passphrase starts with x', which a key file reads as raw-key text; "
+                            + "it would read back as another key or not at all")
+                }
+            }
+        }
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             if errno == EEXIST {
@@ -157,4 +188,25 @@ private func writeAll(_ descriptor: CInt, _ bytes: UnsafeRawBufferPointer) -> Bo
         offset += written
     }
     return true
+}
+
+/// Keeps key material out of messages when a key was typed where a name or a path belongs.
+package enum KeyMaterialRedaction {
+    /// Whether `value` looks like key material: SQLCipher's raw-key text (`x'…'`), or a run of 32 or more hex
+    /// digits (a raw key or a hash of one).
+    package static func looksLikeKey(_ value: String) -> Bool {
+        if value.hasPrefix("x'") || value.hasPrefix("X'") { return true }
+        var run = 0
+        for byte in value.utf8 {
+            let isHex = (48...57).contains(byte) || (65...70).contains(byte) || (97...102).contains(byte)
+            run = isHex ? run + 1 : 0
+            if run >= 32 { return true }
+        }
+        return false
+    }
+
+    /// `value` when it is safe to show, otherwise a placeholder naming what it stands for.
+    package static func shown(_ value: String, as what: String) -> String {
+        looksLikeKey(value) ? "(the \(what) given is not shown: it looks like key material)" : value
+    }
 }

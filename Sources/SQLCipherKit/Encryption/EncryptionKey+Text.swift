@@ -21,6 +21,28 @@ extension EncryptionKey {
         self = try Self.parseKeyText(bytes, source: "the key from \(source)")
     }
 
+    /// A key from key-file text in a `String`, such as a secret manager's answer: SQLCipher's raw-key text
+    /// `x'<64 hex>'` / `x'<96 hex>'`, or anything else, which is a passphrase (its UTF-8 bytes). One trailing newline
+    /// (`\n` or `\r\n`) is removed, exactly as for ``init(contentsOf:permissions:)``.
+    ///
+    /// ```swift
+    /// let key = try EncryptionKey(keyText: try vault.secret("notes-db"))
+    /// ```
+    ///
+    /// The UTF-8 bytes are copied straight into the key's own buffer, which is wiped when the key is released; no
+    /// other copy is kept.
+    ///
+    /// - Warning: Swift strings cannot be wiped: `text`, and every copy your code made of it, stays in memory until
+    ///   the allocator reuses it. Prefer ``init(contentsOf:permissions:)``, ``init(readingFileDescriptor:source:)``
+    ///   or ``init(keyText:source:)`` with a buffer you wipe yourself when the secret source allows it.
+    /// - Parameter text: The key text.
+    /// - Throws: ``DatabaseError/invalidKey`` when the text is empty or holds malformed `x'…'` text. The message
+    ///   never shows the text.
+    public init(keyText text: String) throws {
+        var text = text
+        self = try text.withUTF8 { try Self.parseKeyText(UnsafeRawBufferPointer($0), source: "the key text") }
+    }
+
     /// Reads a key from a file descriptor until end of file (standard input, a pipe), in the key-file format of
     /// ``init(keyText:source:)``.
     ///

@@ -58,8 +58,8 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
 
     /// A passphrase key from UTF-8 text.
     ///
-    /// - Warning: Swift strings cannot be wiped; the copy SQLCipherKit keeps is. Prefer ``init(contentsOf:)`` or
-    ///   ``init(passphraseBytes:)`` with a buffer you wipe.
+    /// - Warning: Swift strings cannot be wiped; the copy SQLCipherKit keeps is. Prefer
+    ///   ``init(contentsOf:permissions:)`` or ``init(passphraseBytes:)`` with a buffer you wipe.
     /// - Throws: ``DatabaseError/invalidKey`` for an empty passphrase.
     public init(passphrase: String) throws {
         var passphrase = passphrase

@@ -16,7 +16,8 @@ package enum KeyDerivation {
         let iterations: Int
 
         init(settings: CipherSettings) {
-            let isVersion4Default = SQLCipher.supports(.version4Format) && settings.compatibility != 3
+            let settings = settings.resolvingCompatibility
+            let isVersion4Default = SQLCipher.supports(.version4Format)
             algorithm = settings.kdfAlgorithm ?? (isVersion4Default ? .pbkdf2HMACSHA512 : .pbkdf2HMACSHA1)
             iterations = settings.kdfIterations ?? (isVersion4Default ? 256_000 : 64_000)
         }
