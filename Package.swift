@@ -1,60 +1,181 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 let strictSwift: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
 ]
 
-let package = Package(
-    name: "SQLCipherKit",
-    platforms: [.macOS(.v15), .iOS(.v18)],
-    products: [
-        .library(name: "SQLCipherKit", targets: ["SQLCipherKit"]),
-        .executable(name: "sqlcipherkit", targets: ["sqlcipherkit"]),
-    ],
-    dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
-    ],
-    targets: [
-        .systemLibrary(
-            name: "CSQLCipher",
-            pkgConfig: "sqlcipher",
-            providers: [.apt(["libsqlcipher-dev", "libssl-dev"]), .brew(["sqlcipher"])]
-        ),
-        .systemLibrary(
-            name: "COpenSSL",
-            pkgConfig: "libcrypto",
-            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
-        ),
+// The core (library SQLCipherKit and the CLI) depends on swift-log and swift-argument-parser only. The service
+// integrations (SQLKit, Fluent, swift-service-lifecycle, swift-metrics) and their examples are separate products:
+// a package that uses only `SQLCipherKit` builds none of NIO, SQLKit, Fluent, Vapor or Hummingbird.
+//
+// SQLCIPHERKIT_CORE_ONLY=1 leaves the integrations out of the package graph altogether; CI uses it for the
+// ThreadSanitizer build of the core so that Vapor, Fluent and Hummingbird are not built a second time.
+let isCoreOnly = Context.environment["SQLCIPHERKIT_CORE_ONLY"] == "1"
+
+var products: [Product] = [
+    .library(name: "SQLCipherKit", targets: ["SQLCipherKit"]),
+    .executable(name: "sqlcipherkit", targets: ["sqlcipherkit"]),
+]
+
+var dependencies: [Package.Dependency] = [
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+]
+
+var targets: [Target] = [
+    .systemLibrary(
+        name: "CSQLCipher",
+        pkgConfig: "sqlcipher",
+        providers: [.apt(["libsqlcipher-dev", "libssl-dev"]), .brew(["sqlcipher"])]
+    ),
+    .systemLibrary(
+        name: "COpenSSL",
+        pkgConfig: "libcrypto",
+        providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+    ),
+    // Async-signal-safe removal of temporary database files (a C signal handler cannot be written in Swift).
+    .target(name: "CSQLCipherKitSupport"),
+    .target(
+        name: "SQLCipherKit",
+        dependencies: [
+            "CSQLCipher", "COpenSSL", "CSQLCipherKitSupport", .product(name: "Logging", package: "swift-log"),
+        ],
+        swiftSettings: strictSwift
+    ),
+    .executableTarget(
+        name: "sqlcipherkit",
+        dependencies: [
+            "SQLCipherKit",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ],
+        swiftSettings: strictSwift
+    ),
+    // Release-build benchmark against the raw C API (see Docs/Performance.md); not a test.
+    .executableTarget(
+        name: "sqlcipherkit-benchmarks",
+        dependencies: ["SQLCipherKit", "CSQLCipher"],
+        swiftSettings: strictSwift
+    ),
+    .testTarget(
+        name: "SQLCipherKitTests",
+        dependencies: ["SQLCipherKit", "CSQLCipher", .product(name: "Logging", package: "swift-log")],
+        swiftSettings: strictSwift
+    ),
+    .testTarget(
+        name: "sqlcipherkitTests",
+        dependencies: ["sqlcipherkit", "SQLCipherKit"],
+        swiftSettings: strictSwift
+    ),
+]
+
+// MARK: - Service integrations (separate products)
+
+if !isCoreOnly {
+    products += [
+        .library(name: "SQLCipherKitSQLKit", targets: ["SQLCipherKitSQLKit"]),
+        .library(name: "SQLCipherKitFluent", targets: ["SQLCipherKitFluent"]),
+        .library(name: "SQLCipherKitServices", targets: ["SQLCipherKitServices"]),
+    ]
+    dependencies += [
+        .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
+        .package(url: "https://github.com/vapor/sql-kit", exact: "3.36.0"),
+        .package(url: "https://github.com/vapor/fluent-kit", exact: "1.57.0"),
+        .package(url: "https://github.com/vapor/fluent-sqlite-driver", exact: "4.9.0"),
+        .package(url: "https://github.com/vapor/fluent", exact: "4.13.0"),
+        .package(url: "https://github.com/vapor/vapor", exact: "4.122.3"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
+    ]
+    targets += [
+        // An SQLKit `SQLDatabase` over `DatabasePool`, with a dialect decided from the linked engine's version.
         .target(
-            name: "SQLCipherKit",
-            dependencies: ["CSQLCipher", "COpenSSL", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: strictSwift
-        ),
-        .executableTarget(
-            name: "sqlcipherkit",
+            name: "SQLCipherKitSQLKit",
             dependencies: [
                 "SQLCipherKit",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strictSwift
         ),
-        // Release-build benchmark against the raw C API (see Docs/Performance.md); not a test.
+        // A Fluent driver over the SQLKit driver: `.sqlcipher(file:keyProvider:)`.
+        .target(
+            name: "SQLCipherKitFluent",
+            dependencies: [
+                "SQLCipherKitSQLKit",
+                .product(name: "FluentKit", package: "fluent-kit"),
+                .product(name: "FluentSQL", package: "fluent-kit"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // The pool as a swift-service-lifecycle Service, metrics, health check and live key rotation.
+        .target(
+            name: "SQLCipherKitServices",
+            dependencies: [
+                "SQLCipherKit",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // Example services (Docs/Services.md), built and exercised by the integration tests.
         .executableTarget(
-            name: "sqlcipherkit-benchmarks",
-            dependencies: ["SQLCipherKit", "CSQLCipher"],
+            name: "sqlcipherkit-hummingbird-example",
+            dependencies: [
+                "SQLCipherKitSQLKit", "SQLCipherKitServices",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        .executableTarget(
+            name: "sqlcipherkit-vapor-example",
+            dependencies: [
+                "SQLCipherKitFluent",
+                .product(name: "Fluent", package: "fluent"),
+                .product(name: "Vapor", package: "vapor"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // Release-build benchmark: the Fluent driver on an encrypted file against fluent-sqlite-driver on a
+        // plaintext file (Docs/Performance.md); not a test.
+        .executableTarget(
+            name: "sqlcipherkit-fluent-benchmarks",
+            dependencies: [
+                "SQLCipherKitFluent",
+                .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
+            ],
             swiftSettings: strictSwift
         ),
         .testTarget(
-            name: "SQLCipherKitTests",
-            dependencies: ["SQLCipherKit", "CSQLCipher", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: strictSwift
-        ),
-        .testTarget(
-            name: "sqlcipherkitTests",
-            dependencies: ["sqlcipherkit", "SQLCipherKit"],
+            name: "SQLCipherKitIntegrationTests",
+            dependencies: [
+                "SQLCipherKitSQLKit", "SQLCipherKitFluent", "SQLCipherKitServices",
+                "sqlcipherkit-hummingbird-example", "sqlcipherkit-vapor-example",
+                .product(name: "SQLKitBenchmark", package: "sql-kit"),
+                .product(name: "FluentBenchmark", package: "fluent-kit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
             swiftSettings: strictSwift
         ),
     ]
+}
+
+let package = Package(
+    name: "SQLCipherKit",
+    platforms: [.macOS(.v15), .iOS(.v18)],
+    products: products,
+    dependencies: dependencies,
+    targets: targets
 )

@@ -1,0 +1,116 @@
+import AsyncHTTPClient
+import Foundation
+import NIOHTTP1
+import SQLCipherKit
+import Synchronization
+import Testing
+
+/// Key rotation of a database a running Hummingbird service holds, under load from this (another) process.
+@Suite("Live key rotation under load")
+struct LiveRotationTests {
+    static let oldKeyText = "x'" + String(repeating: "a1b2c3d4", count: 8) + "'"
+    static let newKeyText = "x'" + String(repeating: "0f1e2d3c", count: 8) + "'"
+
+    @Test("the key is rotated while requests keep coming: no request fails, every acknowledged write is there")
+    func rotatesUnderLoad() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let databasePath = directory.path("notes.db")
+        let keyFile = directory.path("notes.key")
+        try writeKeyFile(Self.oldKeyText, to: keyFile)
+
+        let service = try ServiceProcess(
+            "sqlcipherkit-hummingbird-example", arguments: [databasePath, keyFile, "0"], in: directory)
+        let listening = try await service.waitForOutput("listening on 127.0.0.1:")
+        let port = try #require(listening.split(separator: ":").last.flatMap { Int($0) })
+        let base = "http://127.0.0.1:\(port)"
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+
+        let workerCount = 8
+        let minimumRequestsPerWorker = 150
+        let maximumRequestsPerWorker = 2_500  // bounded: the loop ends even if rotation never finishes
+        let load = LoadState()
+
+        let rotation = Task {
+            // Rotate once the load is running.
+            while load.requestsSent.load(ordering: .relaxed) < workerCount * 40 {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            try writeKeyFile(Self.newKeyText, to: keyFile + ".next")
+            for _ in 0..<1200 where FileManager.default.fileExists(atPath: keyFile + ".next") {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            load.rotationDone.store(!FileManager.default.fileExists(atPath: keyFile + ".next"), ordering: .relaxed)
+            return load.requestsSent.load(ordering: .relaxed)
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<workerCount {
+                group.addTask {
+                    var index = 0
+                    while index < maximumRequestsPerWorker
+                        && (index < minimumRequestsPerWorker || !load.rotationDone.load(ordering: .relaxed)
+                            || index < minimumRequestsPerWorker * 2)
+                    {
+                        let body = "note \(worker)-\(index)"
+                        load.requestsSent.add(1, ordering: .relaxed)
+                        do {
+                            let response = try await http(client, .POST, "\(base)/notes", body: body)
+                            if response.status == 200, let id = Int(response.body) {
+                                load.acknowledged.withLock { $0[id] = body }
+                            } else {
+                                load.failures.withLock { $0.append("\(response.status): \(response.body)") }
+                            }
+                        } catch {
+                            load.failures.withLock { $0.append("\(error)") }
+                        }
+                        index += 1
+                    }
+                }
+            }
+        }
+        let sentWhenRotated = try await rotation.value
+        let health = try await http(client, .GET, "\(base)/health")
+        try await client.shutdown()
+        let status = try await service.terminate()
+
+        let didRotate = load.rotationDone.load(ordering: .relaxed)
+        #expect(didRotate, "the service never picked up the pending key")
+        let sentCount = load.requestsSent.load(ordering: .relaxed)
+        let failed = load.failures.withLock { $0 }
+        #expect(sentWhenRotated < sentCount, "requests kept coming after the rotation")
+        #expect(failed.isEmpty, "\(failed.count) failed requests, the first: \(failed.prefix(5))")
+        #expect(health.status == 200, "health after rotation: \(health.body)")
+        #expect(status == 0, "service output:\n\(service.output)")
+        #expect(!service.output.contains(Self.newKeyText) && !service.output.contains(Self.oldKeyText))
+
+        // Every acknowledged write is in the file, read with a fresh connection and the new key only.
+        let written = load.acknowledged.withLock { $0 }
+        let newKey = try EncryptionKey(sqlcipherRawKeyText: Self.newKeyText)
+        let db = try Connection(path: databasePath, encryption: .key(newKey), options: OpenOptions(mode: .readOnly))
+        defer { db.close() }
+        #expect(try db.scalar("SELECT count(*) FROM note", as: Int.self) == written.count)
+        var missing = 0
+        for (id, body) in written where try db.scalar("SELECT body FROM note WHERE id = ?", id, as: String.self) != body {
+            missing += 1
+        }
+        #expect(missing == 0)
+        #expect(written.count == sentCount)
+
+        let oldKey = try EncryptionKey(sqlcipherRawKeyText: Self.oldKeyText)
+        #expect(throws: DatabaseError.self) {
+            let stale = try Connection(path: databasePath, encryption: .key(oldKey), options: OpenOptions(mode: .readOnly))
+            stale.close()
+        }
+        #expect(try String(contentsOfFile: keyFile, encoding: .utf8) == Self.newKeyText + "\n")
+        #expect(!FileManager.default.fileExists(atPath: keyFile + ".next"))
+        #expect(!contains(try fileBytes(databasePath), "note 0-0"))
+    }
+}
+
+/// What the load generator observed, shared by its tasks.
+final class LoadState: Sendable {
+    let rotationDone = Atomic<Bool>(false)
+    let requestsSent = Atomic<Int>(0)
+    let acknowledged = Mutex<[Int: String]>([:])
+    let failures = Mutex<[String]>([])
+}

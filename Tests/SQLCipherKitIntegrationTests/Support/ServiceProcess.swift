@@ -1,0 +1,107 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// An example service binary run as a separate process on 127.0.0.1, for tests that drive it over HTTP.
+final class ServiceProcess: @unchecked Sendable {
+    let process = Process()
+    let outputPath: String
+    private(set) var port = 0
+
+    /// The example binaries sit beside the test bundle.
+    static func binary(_ name: String) -> String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name).path
+    }
+
+    /// Starts `name` with `arguments`; its output goes to a file in `directory`.
+    init(_ name: String, arguments: [String], environment: [String: String] = [:], in directory: TemporaryDirectory)
+        throws
+    {
+        outputPath = directory.path("\(name).out")
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+        process.executableURL = URL(fileURLWithPath: Self.binary(name))
+        process.arguments = arguments
+        process.currentDirectoryURL = directory.url
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try output.close()
+    }
+
+    var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+
+    /// Waits for a line that matches `marker` (at most 120 s: only to turn a hang into a failure).
+    func waitForOutput(_ marker: String) async throws -> String {
+        for _ in 0..<1200 {
+            if let line = output.split(separator: "\n").first(where: { $0.contains(marker) }) { return String(line) }
+            guard process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw ServiceProcessError("\(marker) never appeared; output:\n\(output)")
+    }
+
+    /// Sends SIGTERM (graceful shutdown) and waits for the exit (at most 120 s).
+    func terminate() async throws -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        for _ in 0..<1200 where process.isRunning {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        guard !process.isRunning else {
+            kill(process.processIdentifier, SIGKILL)
+            throw ServiceProcessError("the service did not stop within 120 s of SIGTERM")
+        }
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
+
+struct ServiceProcessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released; the service binds it right after).
+func freeLocalPort() throws -> Int {
+    let socket = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        .bind(host: "127.0.0.1", port: 0).wait()
+    let port = socket.localAddress?.port ?? 0
+    try socket.close().wait()
+    return port
+}
+
+/// One HTTP request to the service; returns the status code and the body text.
+func http(
+    _ client: HTTPClient, _ method: HTTPMethod, _ url: String, body: String? = nil, json: Bool = false
+) async throws -> (status: Int, body: String) {
+    var request = HTTPClientRequest(url: url)
+    request.method = method
+    if let body {
+        request.body = .bytes(ByteBuffer(string: body))
+        if json { request.headers.add(name: "Content-Type", value: "application/json") }
+    }
+    let response = try await client.execute(request, timeout: .seconds(60))
+    let text = String(buffer: try await response.body.collect(upTo: 1 << 22))
+    return (Int(response.status.code), text)
+}
+
+/// Writes a key file with mode 0600 (the library refuses key files others can read), atomically: written under a
+/// temporary name, then renamed, so a reader never sees half a key.
+func writeKeyFile(_ text: String, to path: String) throws {
+    let temporary = path + ".writing"
+    _ = FileManager.default.createFile(
+        atPath: temporary, contents: Data((text + "\n").utf8), attributes: [.posixPermissions: 0o600])
+    guard rename(temporary, path) == 0 else { throw ServiceProcessError("rename failed for \(path)") }
+}
+
+/// The body of a JSON response as a dictionary.
+func jsonObject(_ text: String) throws -> [String: Any] {
+    try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]
+}
