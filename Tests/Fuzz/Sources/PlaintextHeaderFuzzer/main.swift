@@ -1,0 +1,3 @@
+import FuzzSupport
+
+Fuzz.runDriver { data, size in fuzzPlaintextHeader(data, size) }
