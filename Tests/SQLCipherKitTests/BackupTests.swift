@@ -88,7 +88,9 @@ struct BackupTests {
             let writer = try Connection(path: path, key: TestKeys.raw)
             var writes = 0
             var restarts = 0
-            try db.backup(toPath: dir.path("backup.db"), pagesPerStep: 20) { progress in
+            // Small steps: the file has a few dozen pages (4096 bytes each on SQLCipher 4), and three writes must land
+            // between steps.
+            try db.backup(toPath: dir.path("backup.db"), pagesPerStep: 5) { progress in
                 restarts = max(restarts, progress.restartCount)
                 if writes < 3 {
                     writes += 1

@@ -131,11 +131,55 @@ public final class Connection {
         if options.mode == .readWriteCreate && !options.isURI {
             createdFile = FileCreation.createPrivateFileIfMissing(atPath: path)
         }
+        // Measured before the key is given: SQLCipher takes the salt from the file then, or picks one for an empty file.
+        let keysEmptyFile = encryption.key != nil && options.mode == .readWriteCreate && !options.isURI
+            && regularFileSize(atPath: path) == 0
         do {
             try openHandle(encryption: encryption)
+            if keysEmptyFile {
+                try createEncryptedFile(encryption: encryption)
+            }
         } catch {
             // A failed open leaves nothing behind: not even the empty file it created.
+            handle.close()
             if createdFile { FileCreation.removeIfEmpty(atPath: path) }
+            throw error
+        }
+    }
+
+    /// Writes the first page of a new encrypted database at once, under an exclusive lock.
+    ///
+    /// SQLCipher reads a file's salt when the key is given; for an empty file it picks a random one, which the file
+    /// gets with its first page. Two connections (or processes) keying the same empty file at the same moment
+    /// would each hold a salt of their own, and the one that did not write first could then read nothing ("file
+    /// is encrypted or is not a database"). Writing the first page here, under the lock, settles the salt when
+    /// the file is opened: a connection that finds the file written by another when it gets the lock opens it
+    /// again and reads that salt.
+    ///
+    /// The cost: `PRAGMA auto_vacuum`, which SQLite applies by itself only while a file has no page yet, takes
+    /// effect on a new encrypted file after a `VACUUM`, as on any existing database.
+    private func createEncryptedFile(encryption: Encryption) throws {
+        do {
+            try execute("BEGIN EXCLUSIVE")
+        } catch {
+            // Another connection wrote the file first, with its own salt (this one cannot read it): open again.
+            guard (regularFileSize(atPath: path) ?? 0) > 0 else { throw error }
+            options.logger?.debug("another connection created the file first; opening it again", metadata: [
+                "path": "\(path)",
+            ])
+            handle.close()
+            try openHandle(encryption: encryption)
+            return
+        }
+        do {
+            // BEGIN EXCLUSIVE read page 1 if there was one, so a file written meanwhile has this connection's salt
+            // (a salt given with the key is the same for every connection); an empty one gets its first page now.
+            if regularFileSize(atPath: path) == 0 {
+                try execute("PRAGMA user_version = 0")
+            }
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
             throw error
         }
     }

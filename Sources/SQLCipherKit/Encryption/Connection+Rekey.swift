@@ -25,7 +25,9 @@ extension Connection {
     /// - Parameter newKey: The new key. For a database with a plaintext header, a raw key without salt gets the
     ///   current salt (rekey keeps the salt).
     /// - Throws: ``DatabaseError/invalidState`` when a precondition fails (nothing was changed);
-    ///   ``DatabaseError/verificationFailed`` when the rekey did not take (the message says which key opens the file).
+    ///   ``DatabaseError/busy`` when another connection's lock stopped it, ``DatabaseError/diskFull`` when the disk
+    ///   filled up, ``DatabaseError/verificationFailed`` when it did not take for another reason (in each case the
+    ///   message says which key opens the file).
     public func rekey(to newKey: EncryptionKey) throws {
         let sqliteConnection = try checkedConnection()
         guard let oldKey = encryption.key else {
