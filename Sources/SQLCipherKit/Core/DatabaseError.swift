@@ -304,7 +304,9 @@ extension DatabaseError {
         let resolved = (extended & 0xFF) == (code & 0xFF) ? extended : code
         let message = connection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) }
             ?? String(cString: sqlite3_errstr(code))
-        return DatabaseError(kind: .sqlite, code: ResultCode(rawValue: resolved), message: message, sql: sql)
+        // A full disk has a kind of its own wherever it happens, so callers and the CLI can say so.
+        let kind: Kind = (resolved & 0xFF) == SQLITE_FULL.rawValue ? .diskFull : .sqlite
+        return DatabaseError(kind: kind, code: ResultCode(rawValue: resolved), message: message, sql: sql)
     }
 
     @usableFromInline

@@ -75,3 +75,19 @@ func fileSystemError(_ message: String) -> DatabaseError {
     let reason = String(cString: strerror(errno))
     return DatabaseError(kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN, message: "\(message): \(reason)")
 }
+
+/// The bytes an unprivileged process may still write on the file system holding `path` (its folder when the file
+/// does not exist), or `nil` when it cannot be told.
+func availableBytes(onFileSystemOf path: String) -> Int? {
+    var status = statvfs()
+    var target = path
+    if regularFileSize(atPath: path) == nil {
+        if let slash = path.lastIndex(of: "/") {
+            target = slash == path.startIndex ? "/" : String(path[..<slash])
+        } else {
+            target = "."
+        }
+    }
+    guard statvfs(target, &status) == 0 else { return nil }
+    return Int(status.f_bavail) * Int(status.f_frsize)
+}

@@ -88,16 +88,32 @@ extension Connection {
             default: "the file opens with NEITHER key; restore it from a backup"
             }
             let underlying = error as? DatabaseError
-            let reason = underlying?.message ?? "\(error)"
-            options.logger?.error("rekey failed", metadata: ["path": "\(path)", "state": "\(state)"])
-            // A full disk is said as such: the rekey wrote nothing, and the old key still opens the file.
-            let kind: DatabaseError.Kind = switch underlying?.resultCode {
+            var reason = underlying?.message ?? "\(error)"
+            var resultCode = underlying?.extendedResultCode ?? DatabaseError.SQLITE_ERROR
+            var kind: DatabaseError.Kind = switch underlying?.resultCode {
             case DatabaseError.SQLITE_FULL?: .diskFull
             case DatabaseError.SQLITE_BUSY?, DatabaseError.SQLITE_LOCKED?: .busy
             default: underlying?.kind == .diskFull ? .diskFull : .verificationFailed
             }
+            if code == SQLITE_OK && withOld == .opens && withNew == .doesNotOpen {
+                // SQLCipher 3 reports success when a write of the rekey failed and was rolled back: the new key's
+                // "does not open" is not the cause. A rekey journals every page, so it needs about the file's size
+                // free; when that is missing, the disk is full.
+                let needed = regularFileSize(atPath: path) ?? 0
+                if let free = availableBytes(onFileSystemOf: path), free < needed {
+                    kind = .diskFull
+                    resultCode = DatabaseError.SQLITE_FULL
+                    reason = "the disk is full: \(free) bytes free, and a rekey needs about the file's size"
+                        + " (\(needed) bytes) for its journal"
+                } else {
+                    reason = "the engine reported success but did not rewrite the file (SQLCipher 3 reports no error"
+                        + " when a write of the rekey fails)"
+                }
+            }
+            options.logger?.error("rekey failed", metadata: ["path": "\(path)", "state": "\(state)"])
+            // A full disk is said as such: the rekey wrote nothing, and the old key still opens the file.
             throw DatabaseError(
-                kind: kind, code: underlying?.extendedResultCode ?? DatabaseError.SQLITE_ERROR,
+                kind: kind, code: resultCode,
                 message: "rekey failed (\(reason)); \(state). The connection is closed")
         }
         options.logger?.info("rekeyed", metadata: ["path": "\(path)", "wal": "\(isWAL)"])
