@@ -129,10 +129,8 @@ struct VerificationReport: Encodable, Sendable {
             .flatMap { $0.split(separator: "\n").map { $0.trimmingWhitespace() } }
             .filter { !$0.isEmpty && !$0.hasPrefix("*** in database") }
         cipherIntegrityCheckRan = report.cipherIntegrityProblems != nil
-        let rows = report.cipherIntegrityProblems ?? []
-        let isNotice = { (row: String) in row.lowercased().contains("hmac is not enabled") }
-        cipherIntegrityProblems = rows.filter { !isNotice($0) }
-        cipherIntegrityNotices = rows.filter(isNotice)
+        cipherIntegrityProblems = report.cipherIntegrityProblems ?? []
+        cipherIntegrityNotices = report.cipherIntegrityNotices
         damagedPages = Array(Set((quickCheckProblems + cipherIntegrityProblems).flatMap(Self.pageNumbers))).sorted()
     }
 

@@ -79,6 +79,17 @@ struct CipherOptionsCommandTests {
             let verifyCopy = try run(
                 ["verify", copy, "--key-file", keyPath] + format.options, subprocess: subprocess, in: scratch)
             #expect(verifyCopy.status == 0, "\(format): \(verifyCopy)")
+            if format.options.contains("--no-hmac") && SQLCipher.supports(.cipherIntegrityCheck) {
+                // The engine's notice is shown as a notice, not as damage and not dropped.
+                let report = try run(
+                    ["verify", copy, "--key-file", keyPath, "--json"] + format.options, subprocess: subprocess,
+                    in: scratch)
+                let object = try JSONSerialization.jsonObject(with: Data(report.standardOutput.utf8)) as? [String: Any]
+                let result = object?["result"] as? [String: Any]
+                #expect((result?["cipherIntegrityNotices"] as? [String])?.first?.hasPrefix("HMAC is not enabled") == true,
+                        "\(report)")
+                #expect((result?["cipherIntegrityProblems"] as? [String]) == [], "\(report)")
+            }
 
             let rotate = try run(
                 ["rotate", db, "--key-file", keyPath, "--new-key-file", newKeyPath] + format.options,

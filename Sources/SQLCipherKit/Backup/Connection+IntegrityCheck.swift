@@ -7,10 +7,20 @@ public struct IntegrityReport: Sendable, Hashable {
     /// empty when every page verified; `nil` when it did not run (a plaintext database, or SQLCipher before 4.2).
     public let cipherIntegrityProblems: [String]?
 
+    /// Rows of `PRAGMA cipher_integrity_check` that are notices, not damage: "HMAC is not enabled, unable to
+    /// integrity check" for a database without page HMACs (nothing to check).
+    public let cipherIntegrityNotices: [String]
+
     /// Creates a report.
-    public init(quickCheckProblems: [String], cipherIntegrityProblems: [String]?) {
+    public init(quickCheckProblems: [String], cipherIntegrityProblems: [String]?, cipherIntegrityNotices: [String] = []) {
         self.quickCheckProblems = quickCheckProblems
         self.cipherIntegrityProblems = cipherIntegrityProblems
+        self.cipherIntegrityNotices = cipherIntegrityNotices
+    }
+
+    /// Whether a row of `PRAGMA cipher_integrity_check` is a notice rather than a damaged page.
+    static func isNotice(_ row: String) -> Bool {
+        row.lowercased().hasPrefix("hmac is not enabled")
     }
 
     /// `true` when neither check found a problem.
@@ -39,15 +49,16 @@ extension Connection {
             return rows == ["ok"] ? [] : rows
         }
         var cipherCheck: [String]?
+        var notices: [String] = []
         if isEncrypted && SQLCipher.supports(.cipherIntegrityCheck) {
             // No rows means every page verified (Docs/EngineNotes.md#integrity-check).
-            // With page HMACs off the engine answers one notice row instead ("HMAC is not enabled, unable to
-            // integrity check"): nothing to check, not damage.
-            cipherCheck = try problems {
-                try all("PRAGMA cipher_integrity_check", as: String.self).filter { !$0.hasPrefix("HMAC is not enabled") }
-            }
+            // With page HMACs off the engine answers one notice row instead: nothing to check, not damage.
+            let rows = try problems { try all("PRAGMA cipher_integrity_check", as: String.self) }
+            cipherCheck = rows.filter { !IntegrityReport.isNotice($0) }
+            notices = rows.filter(IntegrityReport.isNotice)
         }
-        return IntegrityReport(quickCheckProblems: quickCheck, cipherIntegrityProblems: cipherCheck)
+        return IntegrityReport(
+            quickCheckProblems: quickCheck, cipherIntegrityProblems: cipherCheck, cipherIntegrityNotices: notices)
     }
 
     private func problems(_ check: () throws -> [String]) throws -> [String] {
