@@ -15,7 +15,15 @@ void CSQLCipherKitSupport_unregisterTemporaryFile(int slot);
 void CSQLCipherKitSupport_removeRegisteredTemporaryFiles(void);
 
 /// Installs handlers for SIGINT, SIGTERM, SIGHUP and SIGQUIT that remove the registered files, then let the
-/// signal take its default action (the process ends with the signal's status). Returns 0, or -1 with errno.
+/// signal take its default action (the process ends with the signal's status), and unblocks them in the calling
+/// thread (call it from the main thread, before other threads start). Returns 0, or -1 with errno.
 int CSQLCipherKitSupport_installCleanupSignalHandlers(void);
+
+/// Starts the guardian: a small child process in a session of its own that learns every registered file through a
+/// socket and, when it closes (this process ended in any way, SIGKILL included), removes the files still
+/// registered, then exits. It ignores the terminal's signals and closes every other descriptor it inherited (so it
+/// holds no database open). Call it once, early, before any file is registered. Returns the guardian's pid, or -1
+/// with errno (the process then relies on its signal handlers and the next run's cleanup alone).
+int CSQLCipherKitSupport_startGuardian(void);
 
 #endif

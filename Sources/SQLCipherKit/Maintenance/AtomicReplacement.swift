@@ -343,6 +343,25 @@ public enum TemporaryFiles {
     public static func removeAll() {
         CSQLCipherKitSupport_removeRegisteredTemporaryFiles()
     }
+
+    /// Starts a guardian process that removes the temporary files still in progress when this process ends in a
+    /// way no handler sees: SIGKILL, the out-of-memory killer, a crash. Without it such a file (plaintext, for a
+    /// decrypted copy) stays until the next run that writes beside the same destination.
+    ///
+    /// The guardian is a child process in a session of its own (the terminal's Ctrl-C and a kill of the process
+    /// group do not reach it) that holds no descriptor of this process but one socket, learns each temporary file
+    /// as it is registered and forgotten, and, when the socket closes because this process ended, removes what is
+    /// still registered and exits. Call it once, early, before any temporary file is made (the CLI does, at start);
+    /// calling it again does nothing. Only a power loss, or a SIGKILL of the guardian itself, leaves a file for the
+    /// next run to remove.
+    ///
+    /// - Returns: The guardian's process ID.
+    @discardableResult
+    public static func startGuardian() throws -> Int32 {
+        let pid = CSQLCipherKitSupport_startGuardian()
+        guard pid >= 0 else { throw fileSystemError("cannot start the guardian process") }
+        return pid
+    }
 }
 
 /// The canonical path of an existing file or folder (symlinks resolved), or `nil`.
