@@ -24,6 +24,18 @@ enum ProcessHardening {
         #endif
     }
 
+    /// Unblocks SIGINT, SIGTERM, SIGHUP and SIGQUIT, whose handlers remove the temporary files in progress. A
+    /// blocked signal mask is inherited through `exec`: a parent that had them blocked (Foundation's `Process`
+    /// starts children so, from a thread that blocks most signals) would leave the handlers unreachable, and a
+    /// supervisor's SIGTERM would do nothing until it escalated to SIGKILL, which leaves the temporary file (for
+    /// `decrypt`, plaintext) on disk until the next run. `main` calls this right after installing the handlers.
+    static func unblockCleanupSignals() {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&signals, signal) }
+        _ = pthread_sigmask(SIG_UNBLOCK, &signals, nil)
+    }
+
     /// The core-file limits (soft, hard) and, on Linux, the dumpable flag, for the hidden `debug-process-state`.
     static func state() -> (coreSoftLimit: UInt64, coreHardLimit: UInt64, dumpable: Int?) {
         var limit = rlimit()
