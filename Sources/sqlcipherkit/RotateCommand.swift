@@ -128,7 +128,8 @@ struct RotateCommand: OperatorCommand {
 
     static func line(for result: RotationResult) -> String {
         guard let error = result.error else {
-            let target = result.resolvedPath == result.path
+            // resolvedPath is absolute: only a link named on the command line is worth saying.
+            let target = symlinkTarget(of: result.path) == nil
                 ? result.path : "\(result.path) (symlink followed: \(result.resolvedPath))"
             return "rotated \(target) (\(result.method), \(seconds(result.duration)) s)"
                 + (result.backupPath.map { "; original kept at \($0)" } ?? "")

@@ -79,6 +79,7 @@ struct ReplacementSafetyTests {
         let final = try runSubprocess(
             ["rotate", "shared.db", "--key-file", keys[0].path, "--new-key-file", keys[1].path], in: scratch)
         #expect(final.status == 0, "\(final)")
+        #expect(!final.standardOutput.contains("symlink"), "a plain relative path is not a symlink: \(final)")
         #expect(opens(db, with: keys[1].key) && !opens(db, with: keys[0].key))
         #expect(try rowCount(db, key: keys[1].key) == rows)
         #expect(temporaryFiles(in: scratch.url.path).isEmpty, "\(temporaryFiles(in: scratch.url.path))")
