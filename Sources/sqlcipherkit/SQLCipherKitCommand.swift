@@ -39,8 +39,7 @@ struct SQLCipherKitCommand: ParsableCommand {
         ProcessHardening.disableCoreDumps()
         // Ctrl-C or a TERM during a copy removes its temporary file (possibly plaintext, for `decrypt`); a run
         // killed outright has its leftovers removed by the next run.
-        try? TemporaryFiles.installSignalCleanup()
-        ProcessHardening.unblockCleanupSignals()
+        ProcessHardening.installSignalCleanup()
         EngineLog.silenceUnlessAsked()
         terminate(run(arguments: Array(CommandLine.arguments.dropFirst())).rawValue)
     }

@@ -367,6 +367,20 @@ struct ReplacementSafetyTests {
         try checkSource()
         #expect(temporaryFiles(in: scratch.path("enc")).isEmpty)
 
+        // Started with nohup, a hangup mid-run must not end it: the rotation finishes.
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/nohup") {
+            let run = try RunningCommand(rotate(), nohup: true, in: scratch)
+            let folderPath = scratch.path("enc")
+            while run.isRunning && temporaryFiles(in: folderPath).isEmpty { usleep(500) }
+            let wasRunning = run.isRunning
+            kill(run.pid, SIGHUP)
+            let result = try run.finish()
+            #expect(wasRunning && run.endedBySignal == 0 && result.status == 0, "nohup rotate, SIGHUP: \(result)")
+            if opens(source, with: otherKey.key) { swap(&sourceKey, &otherKey) }
+            try checkSource()
+            #expect(temporaryFiles(in: folderPath).isEmpty)
+        }
+
         // No file but the intended plaintext copy holds a row in clear.
         let marker = Array(Self.plaintextMarker.utf8)
         for file in allFiles(under: scratch.url.path) where file != scratch.path("plain/big.db") {
@@ -441,9 +455,10 @@ private final class RunningCommand {
     private let output: FileHandle
     private let error: FileHandle
 
-    init(_ arguments: [String], in scratch: Scratch) throws {
-        process.executableURL = URL(fileURLWithPath: binaryPath)
-        process.arguments = arguments
+    /// Starts the binary; with `nohup`, through `/usr/bin/nohup` (which ignores SIGHUP, then runs it in its place).
+    init(_ arguments: [String], nohup: Bool = false, in scratch: Scratch) throws {
+        process.executableURL = URL(fileURLWithPath: nohup ? "/usr/bin/nohup" : binaryPath)
+        process.arguments = nohup ? [binaryPath] + arguments : arguments
         process.currentDirectoryURL = scratch.url
         let token = UUID().uuidString
         outputPath = scratch.path(".running-stdout-\(token)")
