@@ -68,6 +68,8 @@ struct BackupCommand: OperatorCommand {
         // A symlinked destination is followed on purpose (the file it points to is replaced, the link stays a
         // link); the result line names that file, so nobody is surprised where the backup went.
         let followedDestination = symlinkTarget(of: destination)
+        // A replaced file's owner, group and mode are given to the new one; only a new file gets 0600.
+        let replacesExisting = FileIdentity(path: destination) != nil
         let source = try Connection(
             path: database, encryption: try cipher.encryption(for: key), options: OpenOptions(mode: .readOnly))
         let phases = BackupPhases()
@@ -80,7 +82,8 @@ struct BackupCommand: OperatorCommand {
         Output.setJSONResult(CopyReport(source: database, destination: destination, isEncrypted: true))
         if !Output.isJSON {
             let target = followedDestination.map { "\(destination) (symlink followed: \($0))" } ?? destination
-            Output.result("backed up \(database) to \(target) (mode 0600, verified)")
+            let kept = replacesExisting ? "owner, group and mode of the replaced file kept" : "mode 0600"
+            Output.result("backed up \(database) to \(target) (\(kept), verified)")
         }
     }
 }

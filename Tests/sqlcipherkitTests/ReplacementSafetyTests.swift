@@ -225,6 +225,25 @@ struct ReplacementSafetyTests {
         #expect(try rowCount(db, key: newKey) == 100)
     }
 
+    @Test("backup --replace keeps the owner, group and mode of the backup it replaces, and says so",
+          .enabled(if: geteuid() == 0, "needs root: only root can give a file to user and group 65534"))
+    func backupReplaceKeepsOwnership() throws {
+        let scratch = try Scratch()
+        let (keyPath, key) = try scratch.rawKeyFile("k.key")
+        let (_, oldKey) = try scratch.rawKeyFile("old.key")
+        _ = try scratch.database("s.db", key: key, rowCount: 100)
+        let copy = try scratch.database("copy.db", key: oldKey, rowCount: 3)
+        #expect(chown(copy, 65534, 65534) == 0 && chmod(copy, 0o640) == 0)
+        let result = try runSubprocess(["backup", "s.db", "copy.db", "--key-file", keyPath, "--replace"], in: scratch)
+        #expect(result.status == 0, "\(result)")
+        let after = try #require(fileStatus(copy))
+        #expect(after.st_uid == 65534 && after.st_gid == 65534, "owner \(after.st_uid):\(after.st_gid)")
+        #expect(after.st_mode & 0o7777 == 0o640, "mode \(String(after.st_mode & 0o7777, radix: 8))")
+        #expect(!result.standardOutput.contains("0600"), "the file has mode 0640: \(result)")
+        #expect(opens(copy, with: key) && !opens(copy, with: oldKey))
+        #expect(try rowCount(copy, key: key) == 100)
+    }
+
     @Test("migrate keeps the owner, group and mode of the file",
           .enabled(if: geteuid() == 0, "needs root: only root can give a file to user and group 65534"),
           .enabled(if: Engine.isVersion4, "needs SQLCipher 4: migrate writes the SQLCipher 4 format"))
