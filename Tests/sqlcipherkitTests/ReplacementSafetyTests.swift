@@ -345,6 +345,7 @@ struct ReplacementSafetyTests {
             _ = try interrupt(
                 testCase.arguments(), folder: testCase.folder, signal: SIGKILL, label: "\(testCase.name) KILL")
             let leftovers = temporaryFiles(in: scratch.path(testCase.folder))
+            #expect(!leftovers.isEmpty, "\(testCase.name): SIGKILL mid-copy leaves the temporary file")
             #expect(!FileManager.default.fileExists(atPath: testCase.destination))
             try checkSource()
             // The next run of the same command removes what the killed one left.
@@ -375,6 +376,7 @@ struct ReplacementSafetyTests {
         }
         _ = try interrupt(rotate(), folder: "enc", signal: SIGKILL, label: "rotate KILL")
         let rotateLeftovers = temporaryFiles(in: scratch.path("enc"))
+        #expect(!rotateLeftovers.isEmpty, "rotate: SIGKILL mid-copy leaves the temporary file")
         #expect(!opens(source, with: otherKey.key))
         try checkSource()
         let start = ContinuousClock.now
