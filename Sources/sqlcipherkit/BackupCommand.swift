@@ -1,6 +1,11 @@
 import ArgumentParser
 import SQLCipherKit
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `sqlcipherkit backup`: an online, verified, encrypted backup (``Connection/backup(toPath:encryption:pagesPerStep:progress:)``).
 struct BackupCommand: OperatorCommand {
@@ -60,6 +65,11 @@ struct BackupCommand: OperatorCommand {
             throw CommandFailure(
                 "\(destination) exists; pass --replace to replace it (nothing was written)", kind: "destinationExists")
         }
+        // A symlinked destination is followed on purpose (the file it points to is replaced, the link stays a
+        // link); the result line names that file, so nobody is surprised where the backup went.
+        let followedDestination = symlinkTarget(of: destination)
+        // A replaced file's owner, group and mode are given to the new one; only a new file gets 0600.
+        let replacesExisting = FileIdentity(path: destination) != nil
         let source = try Connection(
             path: database, encryption: try cipher.encryption(for: key), options: OpenOptions(mode: .readOnly))
         let phases = BackupPhases()
@@ -71,7 +81,9 @@ struct BackupCommand: OperatorCommand {
         source.close()
         Output.setJSONResult(CopyReport(source: database, destination: destination, isEncrypted: true))
         if !Output.isJSON {
-            Output.result("backed up \(database) to \(destination) (mode 0600, verified)")
+            let target = followedDestination.map { "\(destination) (symlink followed: \($0))" } ?? destination
+            let kept = replacesExisting ? "owner, group and mode of the replaced file kept" : "mode 0600"
+            Output.result("backed up \(database) to \(target) (\(kept), verified)")
         }
     }
 }
@@ -91,4 +103,14 @@ final class BackupPhases: Sendable {
         }
         return PhaseState(phase: "copying pages", done: step.pagesCopied, total: step.pageCount)
     }
+}
+
+/// The real path behind `path` when `path` is a symbolic link (to an existing file); `nil` otherwise.
+func symlinkTarget(of path: String) -> String? {
+    var status = stat()
+    guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFLNK, let resolved = realpath(path, nil) else {
+        return nil
+    }
+    defer { free(resolved) }
+    return String(cString: resolved)
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import SQLCipherKit
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -22,6 +23,38 @@ enum ProcessHardening {
         #else
         _ = setrlimit(RLIMIT_CORE, &limit)
         #endif
+    }
+
+    /// The signals whose handlers remove the temporary files in progress.
+    private static let cleanupSignals: [CInt] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+
+    /// Installs the handlers that remove the temporary files in progress on SIGINT, SIGTERM, SIGHUP and SIGQUIT,
+    /// within two conventions of the process that started this one:
+    /// - A signal ignored at start stays ignored: `nohup` ignores SIGHUP, and a shell ignores SIGINT and SIGQUIT
+    ///   for background jobs; a handler would end the run there on a hangup the operator asked it to survive.
+    /// - The four are unblocked. A blocked mask is inherited through `exec` (Foundation's `Process` starts
+    ///   children from a thread that blocks most signals): the handlers would be unreachable, and a supervisor's
+    ///   SIGTERM would do nothing until it escalated to SIGKILL, which leaves the temporary file (for `decrypt`,
+    ///   plaintext) on disk until the next run.
+    static func installSignalCleanup() {
+        let ignored = cleanupSignals.filter(isIgnored)
+        try? TemporaryFiles.installSignalCleanup()
+        for signalNumber in ignored { _ = signal(signalNumber, SIG_IGN) }
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for signalNumber in cleanupSignals { sigaddset(&signals, signalNumber) }
+        _ = pthread_sigmask(SIG_UNBLOCK, &signals, nil)
+    }
+
+    private static func isIgnored(_ signalNumber: CInt) -> Bool {
+        var current = sigaction()
+        guard sigaction(signalNumber, nil, &current) == 0 else { return false }
+        #if os(Linux)
+        let handler = current.__sigaction_handler.sa_handler
+        #else
+        let handler = current.__sigaction_u.__sa_handler
+        #endif
+        return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
     }
 
     /// The core-file limits (soft, hard) and, on Linux, the dumpable flag, for the hidden `debug-process-state`.

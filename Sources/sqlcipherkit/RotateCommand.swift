@@ -1,5 +1,10 @@
 import ArgumentParser
 import SQLCipherKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `sqlcipherkit rotate`: a thin shell over ``KeyRotation/rotateAll(_:progress:)``.
 struct RotateCommand: OperatorCommand {
@@ -65,6 +70,17 @@ struct RotateCommand: OperatorCommand {
         guard Set(databases).count == databases.count else {
             throw ValidationError("a database is named twice")
         }
+        // Two names of one file (`s.db ./s.db`, a symlink, a hard link): each would be rotated on its own, the
+        // second with a key that no longer opens it, and the run would report a failure for a file it rotated.
+        var namesByFile: [FileIdentity: String] = [:]
+        for database in databases {
+            guard let identity = FileIdentity(path: database) else { continue }
+            if let earlier = namesByFile[identity] {
+                throw ValidationError(
+                    "\(earlier) and \(database) are the same file; name each database once (nothing was changed)")
+            }
+            namesByFile[identity] = database
+        }
         try validateOneStandardInputKey(key, newKey)
         guard lockTimeout.isFinite, lockTimeout >= 0, lockTimeout <= 86_400 else {
             throw ValidationError("--lock-timeout must be a number of seconds from 0 to 86400")
@@ -112,7 +128,8 @@ struct RotateCommand: OperatorCommand {
 
     static func line(for result: RotationResult) -> String {
         guard let error = result.error else {
-            let target = result.resolvedPath == result.path
+            // resolvedPath is absolute: only a link named on the command line is worth saying.
+            let target = symlinkTarget(of: result.path) == nil
                 ? result.path : "\(result.path) (symlink followed: \(result.resolvedPath))"
             return "rotated \(target) (\(result.method), \(seconds(result.duration)) s)"
                 + (result.backupPath.map { "; original kept at \($0)" } ?? "")
@@ -156,6 +173,8 @@ enum MethodArgument: String, ExpressibleByArgument, CaseIterable {
 struct RotationReport: Encodable, Sendable {
     struct Database: Encodable, Sendable {
         let path: String
+        /// `path` with symbolic links resolved: the file that was rotated.
+        let resolvedPath: String
         let rotated: Bool
         let keyState: String
         let method: String
@@ -176,7 +195,7 @@ struct RotationReport: Encodable, Sendable {
         failedCount = results.count - rotatedCount
         databases = zip(results, statuses).map { result, status in
             Database(
-                path: result.path, rotated: result.isRotated, keyState: result.keyState.rawValue,
+                path: result.path, resolvedPath: result.resolvedPath, rotated: result.isRotated, keyState: result.keyState.rawValue,
                 method: result.method.rawValue, durationSeconds: seconds(result.duration),
                 backupPath: result.backupPath, error: result.error.map(ErrorReport.init), exitStatus: status.rawValue)
         }
@@ -187,4 +206,18 @@ struct RotationReport: Encodable, Sendable {
 func seconds(_ duration: Duration) -> Double {
     let value = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     return (value * 1000).rounded() / 1000
+}
+
+/// A file's device and inode (symbolic links followed): two names with the same identity are one file.
+struct FileIdentity: Hashable {
+    let device: UInt64
+    let inode: UInt64
+
+    /// `nil` when the file does not exist (the command then reports it as missing).
+    init?(path: String) {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        device = UInt64(status.st_dev)
+        inode = UInt64(status.st_ino)
+    }
 }

@@ -39,7 +39,7 @@ struct SQLCipherKitCommand: ParsableCommand {
         ProcessHardening.disableCoreDumps()
         // Ctrl-C or a TERM during a copy removes its temporary file (possibly plaintext, for `decrypt`); a run
         // killed outright has its leftovers removed by the next run.
-        try? TemporaryFiles.installSignalCleanup()
+        ProcessHardening.installSignalCleanup()
         // SIGKILL (or a crash) runs no handler: a guardian process removes what is left when this process ends.
         try? TemporaryFiles.startGuardian()
         EngineLog.silenceUnlessAsked()
