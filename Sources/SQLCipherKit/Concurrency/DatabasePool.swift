@@ -1,4 +1,4 @@
-/// Concurrent access to one database in WAL mode: one writer and up to ``Configuration/maximumReaderCount`` readers
+/// Concurrent access to one database in WAL mode: one writer and up to ``DatabaseWriterConfiguration/maximumReaderCount`` readers
 /// that run in parallel with it and with each other, each read in its own consistent snapshot.
 ///
 /// ```swift
@@ -22,27 +22,9 @@
 ///
 /// Closures must use only the `Connection` they receive and must not call the pool again (that would deadlock: it
 /// throws ``DatabaseError/invalidState``).
-public final class DatabasePool: Sendable {
-    /// How a pool opens and shares its connections.
-    public struct Configuration: Sendable {
-        /// The most reader connections open at once (opened on demand). At least 1.
-        public var maximumReaderCount: Int
-        /// Cipher settings for every connection.
-        public var settings: CipherSettings
-        /// Busy timeout, statement cache size and logger for every connection (the mode is chosen by the pool).
-        public var openOptions: OpenOptions
-        /// Where the closures of async reads run. ``AsyncReadExecution/adaptive`` by default.
-        public var asyncReadExecution: AsyncReadExecution
-
-        /// Creates a configuration.
-        public init(maximumReaderCount: Int = 4, settings: CipherSettings = .engineDefault,
-                    openOptions: OpenOptions = OpenOptions(), asyncReadExecution: AsyncReadExecution = .adaptive) {
-            self.maximumReaderCount = maximumReaderCount
-            self.settings = settings
-            self.openOptions = openOptions
-            self.asyncReadExecution = asyncReadExecution
-        }
-    }
+public final class DatabasePool: DatabaseWriter {
+    /// How a pool opens and shares its connections: the configuration queues use too.
+    public typealias Configuration = DatabaseWriterConfiguration
 
     /// Where the closure of an async `read` runs once it has a reader.
     ///
@@ -123,7 +105,7 @@ public final class DatabasePool: Sendable {
 
     /// Runs `body` in a read transaction on a reader connection, blocking the calling thread.
     public func read<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.read(body)
+        try coordinator.readTransaction(body)
     }
 
     /// Runs `body` in a read transaction on a reader connection, suspending while it waits for one.
@@ -132,7 +114,7 @@ public final class DatabasePool: Sendable {
     /// ``AsyncReadExecution`` says (by default: in place while the pool's reads are short). A task cancelled before
     /// the closure starts gets `CancellationError` and the closure does not run.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await coordinator.read(body)
+        try await coordinator.readTransaction(body)
     }
 
     // MARK: - Writing
@@ -140,17 +122,31 @@ public final class DatabasePool: Sendable {
     /// Runs `body` in an immediate transaction on the writer, blocking the calling thread. Commits when `body`
     /// returns, rolls back when it throws.
     public func write<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.onWriter { db in try db.transaction(.immediate) { try body(db) } }
+        try coordinator.writeTransaction(body)
     }
 
     /// Runs `body` in an immediate transaction on the writer, without blocking Swift's cooperative threads.
     public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await coordinator.onWriter { db in try db.transaction(.immediate) { try body(db) } }
+        try await coordinator.writeTransaction(body)
     }
 
     /// Runs `body` on the writer outside any transaction (for VACUUM, PRAGMAs, or transactions of your own).
     public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
         try coordinator.onWriter(body)
+    }
+
+    /// Runs `body` on the writer outside any transaction, without blocking Swift's cooperative threads (for PRAGMAs,
+    /// VACUUM, DDL or statements that manage their own transaction).
+    ///
+    /// Each statement `body` runs commits on its own (autocommit) unless it starts a transaction, which it must end
+    /// before it returns: the writer is shared by every caller of the pool.
+    ///
+    /// - Throws: ``DatabaseError/connectionClosed`` after ``close()``; `CancellationError` when the task is
+    ///   cancelled before `body` starts; what `body` throws.
+    public func writeWithoutTransaction<T: Sendable>(
+        _ body: @escaping @Sendable (Connection) throws -> T
+    ) async throws -> T {
+        try await coordinator.onWriter(body)
     }
 
     // MARK: - Keys and lifetime

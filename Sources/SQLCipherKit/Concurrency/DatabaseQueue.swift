@@ -12,7 +12,7 @@
 ///
 /// Closures must use only the `Connection` they receive and must not call the queue again (that would deadlock: it
 /// throws ``DatabaseError/invalidState``).
-public final class DatabaseQueue: Sendable {
+public final class DatabaseQueue: DatabaseWriter {
     let coordinator: AccessCoordinator
 
     /// The database path.
@@ -24,6 +24,14 @@ public final class DatabaseQueue: Sendable {
         options: OpenOptions = OpenOptions()
     ) throws {
         try self.init(path: path, keyProvider: Optional(keyProvider), settings: settings, options: options)
+    }
+
+    /// Opens (or creates) an encrypted database with a key from `keyProvider`, configured as a pool would be (the
+    /// reader count and async execution concern pools only).
+    public convenience init(path: String, keyProvider: KeyProvider, configuration: DatabaseWriterConfiguration) throws {
+        try self.init(
+            path: path, keyProvider: Optional(keyProvider), settings: configuration.settings,
+            options: configuration.openOptions)
     }
 
     /// Opens a **plaintext** database. Prefer ``init(path:keyProvider:settings:options:)``.
@@ -49,25 +57,40 @@ public final class DatabaseQueue: Sendable {
 
     /// Runs `body` in a read-only transaction (`PRAGMA query_only`), blocking the calling thread.
     public func read<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.onWriter { db in try Self.readOnly(db, body) }
+        try coordinator.readTransaction(body)
     }
 
     /// Runs `body` in a read-only transaction, without blocking Swift's cooperative threads.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await coordinator.onWriter { db in try Self.readOnly(db, body) }
+        try await coordinator.readTransaction(body)
     }
 
     /// Runs `body` in an immediate transaction, blocking the calling thread.
     public func write<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.onWriter { db in try db.transaction(.immediate) { try body(db) } }
+        try coordinator.writeTransaction(body)
     }
 
     /// Runs `body` in an immediate transaction, without blocking Swift's cooperative threads.
     public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await coordinator.onWriter { db in try db.transaction(.immediate) { try body(db) } }
+        try await coordinator.writeTransaction(body)
     }
 
-    /// Runs `body` outside any transaction (for VACUUM, PRAGMAs, or transactions of your own).
+    /// Runs `body` outside any transaction (for VACUUM, PRAGMAs, or transactions of your own), blocking the calling
+    /// thread.
+    public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
+        try coordinator.onWriter(body)
+    }
+
+    /// Runs `body` outside any transaction, without blocking Swift's cooperative threads.
+    public func writeWithoutTransaction<T: Sendable>(
+        _ body: @escaping @Sendable (Connection) throws -> T
+    ) async throws -> T {
+        try await coordinator.onWriter(body)
+    }
+
+    /// Runs `body` outside any transaction: the same as `writeWithoutTransaction(_:)`, under the name the queue
+    /// had before it shared ``DatabaseWriter`` with the pool.
+    @available(*, deprecated, renamed: "writeWithoutTransaction")
     public func inDatabase<T>(_ body: (Connection) throws -> T) throws -> T {
         try coordinator.onWriter(body)
     }
@@ -85,10 +108,4 @@ public final class DatabaseQueue: Sendable {
 
     /// `true` after ``close()``.
     public var isClosed: Bool { coordinator.isClosed }
-
-    private static func readOnly<T>(_ db: Connection, _ body: (Connection) throws -> T) throws -> T {
-        try db.execute("PRAGMA query_only = 1")
-        defer { try? db.execute("PRAGMA query_only = 0") }
-        return try db.transaction(.deferred) { try body(db) }
-    }
 }

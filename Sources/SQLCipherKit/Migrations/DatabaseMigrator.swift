@@ -89,21 +89,13 @@ public struct DatabaseMigrator: Sendable {
         try migrate(db, upTo: Optional(lastIdentifier))
     }
 
-    /// Applies every pending migration on the queue's connection (outside the queue's transactions).
+    /// Applies every pending migration on the writer connection of a ``DatabaseQueue`` or ``DatabasePool``,
+    /// outside its transactions (a pool's readers go on reading meanwhile and see each migration once it commits).
     ///
-    /// - Parameter queue: The database queue.
+    /// - Parameter writer: The database queue or pool.
     /// - Throws: See ``migrate(_:)-(Connection)``.
-    public func migrate(_ queue: DatabaseQueue) throws {
-        try queue.inDatabase { db in try migrate(db) }
-    }
-
-    /// Applies every pending migration on the pool's writer connection (readers go on reading meanwhile and see
-    /// each migration once it commits).
-    ///
-    /// - Parameter pool: The database pool.
-    /// - Throws: See ``migrate(_:)-(Connection)``.
-    public func migrate(_ pool: DatabasePool) throws {
-        try pool.writeWithoutTransaction { db in try migrate(db) }
+    public func migrate(_ writer: some DatabaseWriter) throws {
+        try writer.writeWithoutTransaction { db in try migrate(db) }
     }
 
     private func migrate(_ db: Connection, upTo lastIdentifier: String?) throws {
@@ -185,22 +177,13 @@ public struct DatabaseMigrator: Sendable {
         return try db.all("SELECT identifier FROM \(Self.quotedTableName) ORDER BY rowid", as: String.self)
     }
 
-    /// The applied migrations, read on the queue's connection.
+    /// The applied migrations, read in a read transaction of a ``DatabaseQueue`` or ``DatabasePool``.
     ///
-    /// - Parameter queue: The database queue.
+    /// - Parameter writer: The database queue or pool.
     /// - Returns: See ``appliedMigrations(in:)-(Connection)``.
     /// - Throws: A SQLite error.
-    public func appliedMigrations(in queue: DatabaseQueue) throws -> [String] {
-        try queue.read { db in try appliedMigrations(in: db) }
-    }
-
-    /// The applied migrations, read on one of the pool's readers.
-    ///
-    /// - Parameter pool: The database pool.
-    /// - Returns: See ``appliedMigrations(in:)-(Connection)``.
-    /// - Throws: A SQLite error.
-    public func appliedMigrations(in pool: DatabasePool) throws -> [String] {
-        try pool.read { db in try appliedMigrations(in: db) }
+    public func appliedMigrations(in writer: some DatabaseWriter) throws -> [String] {
+        try writer.read { db in try appliedMigrations(in: db) }
     }
 
     /// `true` when every registered migration is applied.
@@ -212,22 +195,14 @@ public struct DatabaseMigrator: Sendable {
         Set(try appliedMigrations(in: db)).isSuperset(of: registeredMigrations)
     }
 
-    /// `true` when every registered migration is applied, read on the queue's connection.
+    /// `true` when every registered migration is applied, read in a read transaction of a ``DatabaseQueue`` or
+    /// ``DatabasePool``.
     ///
-    /// - Parameter queue: The database queue.
+    /// - Parameter writer: The database queue or pool.
     /// - Returns: See ``hasCompletedMigrations(in:)-(Connection)``.
     /// - Throws: A SQLite error.
-    public func hasCompletedMigrations(in queue: DatabaseQueue) throws -> Bool {
-        try queue.read { db in try hasCompletedMigrations(in: db) }
-    }
-
-    /// `true` when every registered migration is applied, read on one of the pool's readers.
-    ///
-    /// - Parameter pool: The database pool.
-    /// - Returns: See ``hasCompletedMigrations(in:)-(Connection)``.
-    /// - Throws: A SQLite error.
-    public func hasCompletedMigrations(in pool: DatabasePool) throws -> Bool {
-        try pool.read { db in try hasCompletedMigrations(in: db) }
+    public func hasCompletedMigrations(in writer: some DatabaseWriter) throws -> Bool {
+        try writer.read { db in try hasCompletedMigrations(in: db) }
     }
 
     private static var quotedTableName: String { Connection.quoteIdentifier(tableName) }

@@ -1,0 +1,112 @@
+/// What ``DatabaseQueue`` and ``DatabasePool`` share: code that takes a `some DatabaseWriter` (a migrator, a
+/// repository, a health check) works with either.
+///
+/// ```swift
+/// func noteCount(in database: some DatabaseWriter) throws -> Int {
+///     try database.read { db in try db.scalar("SELECT count(*) FROM note", as: Int.self) ?? 0 }
+/// }
+/// ```
+///
+/// - Reads run in a deferred transaction that cannot write (`PRAGMA query_only`): on a reader connection of a pool,
+///   on the single connection of a queue.
+/// - Writes run in an immediate transaction on the writer, one at a time; `writeWithoutTransaction(_:)` runs
+///   outside any transaction (PRAGMAs, VACUUM, transactions of your own).
+/// - The async variants never run SQLite on a thread of Swift's cooperative pool for long: see each type.
+///
+/// Closures must use only the `Connection` they receive and must not call the writer again (that would deadlock: it
+/// throws ``DatabaseError/invalidState``). The library's two types are the only conforming types it expects.
+public protocol DatabaseWriter: AnyObject, Sendable {
+    /// The database path.
+    var path: String { get }
+
+    /// Runs `body` in a read transaction, blocking the calling thread.
+    func read<T>(_ body: (Connection) throws -> T) throws -> T
+
+    /// Runs `body` in a read transaction, suspending while it waits for a connection.
+    func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T
+
+    /// Runs `body` in an immediate transaction on the writer, blocking the calling thread. Commits when `body`
+    /// returns, rolls back when it throws.
+    func write<T>(_ body: (Connection) throws -> T) throws -> T
+
+    /// Runs `body` in an immediate transaction on the writer, without blocking Swift's cooperative threads.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T
+
+    /// Runs `body` on the writer outside any transaction, blocking the calling thread.
+    func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T
+
+    /// Runs `body` on the writer outside any transaction, without blocking Swift's cooperative threads.
+    func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T
+
+    /// Changes the key of the database for every connection (see ``DatabasePool/rekey(to:)``).
+    func rekey(to newKeyProvider: KeyProvider) throws
+
+    /// Waits for the work in flight, then closes every connection; later calls throw
+    /// ``DatabaseError/connectionClosed``.
+    func close()
+
+    /// `true` after ``close()``.
+    var isClosed: Bool { get }
+}
+
+/// How a ``DatabaseQueue`` or a ``DatabasePool`` opens and shares its connections: one configuration for both
+/// (a queue uses the settings and options; the reader count and async execution concern pools only).
+///
+/// ```swift
+/// var configuration = DatabaseWriterConfiguration(maximumReaderCount: 8)
+/// configuration.openOptions.busyTimeout = .seconds(10)
+/// let pool = try DatabasePool(path: "notes.db", keyProvider: .file("/run/secrets/notes.key"), configuration: configuration)
+/// ```
+public struct DatabaseWriterConfiguration: Sendable {
+    /// The most reader connections a pool opens at once (on demand). At least 1. A queue has none.
+    public var maximumReaderCount: Int
+    /// Cipher settings for every connection.
+    public var settings: CipherSettings
+    /// Busy timeout, statement cache size, logger and connection preparation for every connection (the mode is
+    /// chosen by the queue or pool).
+    public var openOptions: OpenOptions
+    /// Where the closures of a pool's async reads run. ``DatabasePool/AsyncReadExecution/adaptive`` by default.
+    public var asyncReadExecution: DatabasePool.AsyncReadExecution
+
+    /// Creates a configuration.
+    public init(maximumReaderCount: Int = 4, settings: CipherSettings = .engineDefault,
+                openOptions: OpenOptions = OpenOptions(),
+                asyncReadExecution: DatabasePool.AsyncReadExecution = .adaptive) {
+        self.maximumReaderCount = maximumReaderCount
+        self.settings = settings
+        self.openOptions = openOptions
+        self.asyncReadExecution = asyncReadExecution
+    }
+}
+
+// The work both types do, written once over the coordinator.
+extension AccessCoordinator {
+    /// A read transaction: on a reader when there are readers (a pool), on the writer under `PRAGMA query_only`
+    /// otherwise (a queue).
+    func readTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
+        if maximumReaderCount > 0 { return try read(body) }
+        return try onWriter { db in try Self.readOnly(db, body) }
+    }
+
+    /// The async read transaction; see `readTransaction(_:)`.
+    func readTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        if maximumReaderCount > 0 { return try await read(body) }
+        return try await onWriter { db in try Self.readOnly(db, body) }
+    }
+
+    /// An immediate transaction on the writer.
+    func writeTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
+        try onWriter { db in try db.transaction(.immediate) { try body(db) } }
+    }
+
+    /// The async immediate transaction on the writer.
+    func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await onWriter { db in try db.transaction(.immediate) { try body(db) } }
+    }
+
+    private static func readOnly<T>(_ db: Connection, _ body: (Connection) throws -> T) throws -> T {
+        try db.execute("PRAGMA query_only = 1")
+        defer { try? db.execute("PRAGMA query_only = 0") }
+        return try db.transaction(.deferred) { try body(db) }
+    }
+}
