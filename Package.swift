@@ -57,14 +57,23 @@ var targets: [Target] = [
         dependencies: ["SQLCipherKit", "CSQLCipher"],
         swiftSettings: strictSwift
     ),
+    // What every test target needs: temporary directories, file bytes, the engine in use, another process.
+    .target(
+        name: "SQLCipherKitTestSupport",
+        dependencies: ["SQLCipherKit"],
+        path: "Tests/SQLCipherKitTestSupport",
+        swiftSettings: strictSwift
+    ),
     .testTarget(
         name: "SQLCipherKitTests",
-        dependencies: ["SQLCipherKit", "CSQLCipher", .product(name: "Logging", package: "swift-log")],
+        dependencies: [
+            "SQLCipherKit", "SQLCipherKitTestSupport", "CSQLCipher", .product(name: "Logging", package: "swift-log"),
+        ],
         swiftSettings: strictSwift
     ),
     .testTarget(
         name: "sqlcipherkitTests",
-        dependencies: ["sqlcipherkit", "SQLCipherKit"],
+        dependencies: ["sqlcipherkit", "SQLCipherKit", "SQLCipherKitTestSupport"],
         swiftSettings: strictSwift
     ),
 ]
@@ -155,7 +164,7 @@ if !isCoreOnly {
         .testTarget(
             name: "SQLCipherKitIntegrationTests",
             dependencies: [
-                "SQLCipherKitSQLKit", "SQLCipherKitFluent", "SQLCipherKitServices",
+                "SQLCipherKitSQLKit", "SQLCipherKitFluent", "SQLCipherKitServices", "SQLCipherKitTestSupport",
                 "sqlcipherkit-hummingbird-example", "sqlcipherkit-vapor-example",
                 .product(name: "SQLKitBenchmark", package: "sql-kit"),
                 .product(name: "FluentBenchmark", package: "fluent-kit"),

@@ -27,14 +27,7 @@ struct KeyCheckWritesNothingTests {
                                    rows: Int = 200, walRows: Int = 50) throws {
         let live = dir.path("live-\(UUID().uuidString).db")
         try EncryptionTests.makeDatabase(live, key: key, journalMode: "WAL", rows: rows)
-        let db = try Connection(path: live, key: key)
-        try db.execute("PRAGMA wal_autocheckpoint = 0")
-        try db.transaction {
-            for index in 0..<walRows { try db.execute("INSERT INTO t(body) VALUES (?)", "in the wal \(index)") }
-        }
-        try FileManager.default.copyItem(atPath: live, toPath: path)
-        try FileManager.default.copyItem(atPath: live + "-wal", toPath: path + "-wal")
-        db.close()
+        try CrashedCopy.withWAL(of: live, key: key, table: "t", walRows: walRows, to: path)
     }
 
     /// A rollback-journal database copied in the middle of a large transaction: a hot journal, and pages of the
@@ -44,16 +37,7 @@ struct KeyCheckWritesNothingTests {
     {
         let live = dir.path("live-\(UUID().uuidString).db")
         try EncryptionTests.makeDatabase(live, key: key, journalMode: "DELETE", rows: 2000)
-        let db = try Connection(path: live, key: key)
-        // A small cache spills the transaction's pages into the main file before COMMIT.
-        try db.execute("PRAGMA cache_size = 5")
-        try db.execute("BEGIN IMMEDIATE")
-        try db.execute("UPDATE t SET body = 'unfinished ' || id")
-        try db.execute("DELETE FROM t WHERE id > 1000")
-        try FileManager.default.copyItem(atPath: live, toPath: path)
-        try FileManager.default.copyItem(atPath: live + "-journal", toPath: path + "-journal")
-        try db.execute("ROLLBACK")
-        db.close()
+        try CrashedCopy.withHotJournal(of: live, key: key, table: "t", keepingRows: 1000, to: path)
     }
 
     @Test("a wrong key beside the database's own WAL: refused, and the file and its WAL are as they were")
@@ -159,7 +143,7 @@ struct KeyCheckWritesNothingTests {
         try withTemporaryDirectory { dir in
             let path = dir.path("app.db")
             try EncryptionTests.makeDatabase(path, rows: 10)
-            let peer = try PeerProcess(database: path)
+            let peer = try PeerProcess(database: path, rawKeyText: TestKeys.rawText)
             defer { peer.stop() }
             try peer.send("lock")
             let before = Self.state(path)

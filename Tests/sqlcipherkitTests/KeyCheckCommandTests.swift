@@ -17,33 +17,6 @@ struct KeyCheckCommandTests {
         return files
     }
 
-    /// Copies `source` (and its `-wal`) while a connection holds 50 rows in the WAL only, as a crash leaves it.
-    static func crashedWAL(from source: String, key: EncryptionKey, to destination: String) throws {
-        let db = try Connection(path: source, key: key)
-        try db.execute("PRAGMA wal_autocheckpoint = 0")
-        try db.transaction {
-            for index in 0..<50 {
-                try db.execute("INSERT INTO item(body) VALUES (?)", "in the wal \(index)")
-            }
-        }
-        try FileManager.default.copyItem(atPath: source, toPath: destination)
-        try FileManager.default.copyItem(atPath: source + "-wal", toPath: destination + "-wal")
-        db.close()
-    }
-
-    /// Copies `source` in the middle of a large transaction: a hot journal and pages of it already in the main file.
-    static func crashedJournal(from source: String, key: EncryptionKey, to destination: String) throws {
-        let db = try Connection(path: source, key: key)
-        try db.execute("PRAGMA cache_size = 5")
-        try db.execute("BEGIN IMMEDIATE")
-        try db.execute("UPDATE item SET body = 'unfinished ' || id")
-        try db.execute("DELETE FROM item WHERE id > 100")
-        try FileManager.default.copyItem(atPath: source, toPath: destination)
-        try FileManager.default.copyItem(atPath: source + "-journal", toPath: destination + "-journal")
-        try db.execute("ROLLBACK")
-        db.close()
-    }
-
     @Test("exec and rotate with a wrong key beside the database's own WAL: exit 3, every byte as it was")
     func wrongKeyOwnWAL() throws {
         let scratch = try Scratch()
@@ -52,7 +25,7 @@ struct KeyCheckCommandTests {
         let next = try scratch.rawKeyFile("next.key")
         let live = try scratch.database("live.db", key: key.key, rowCount: 300, journalMode: "WAL")
         let db = scratch.path("app.db")
-        try Self.crashedWAL(from: live, key: key.key, to: db)
+        try CrashedCopy.withWAL(of: live, key: key.key, table: "item", to: db)
         let before = Self.state(db)
 
         let exec = try runSubprocess(["exec", db, "--key-file", wrong.path, "SELECT 1"], in: scratch)
@@ -77,7 +50,7 @@ struct KeyCheckCommandTests {
         let next = try scratch.rawKeyFile("next.key")
         let db = try scratch.database("app.db", key: key.key, rowCount: 300, journalMode: "WAL")
         let otherLive = try scratch.database("other-live.db", key: wrong.key, rowCount: 100, journalMode: "WAL")
-        try Self.crashedWAL(from: otherLive, key: wrong.key, to: scratch.path("other.db"))
+        try CrashedCopy.withWAL(of: otherLive, key: wrong.key, table: "item", to: scratch.path("other.db"))
         try FileManager.default.copyItem(atPath: scratch.path("other.db-wal"), toPath: db + "-wal")
         let before = Self.state(db)
 
@@ -112,7 +85,7 @@ struct KeyCheckCommandTests {
         let next = try scratch.rawKeyFile("next.key")
         let live = try scratch.database("live.db", key: key.key, rowCount: 2000)
         let db = scratch.path("app.db")
-        try Self.crashedJournal(from: live, key: key.key, to: db)
+        try CrashedCopy.withHotJournal(of: live, key: key.key, table: "item", keepingRows: 100, to: db)
         let before = Self.state(db)
         #expect(before["-journal"] != nil)
 

@@ -420,7 +420,7 @@ struct ReplacementSafetyTests {
 
     @Test("backup while another process writes every 10 ms: it finishes, verifies, and holds a consistent count",
           .enabled(
-            if: LiveWriter.isAvailable,
+            if: PeerProcess.isAvailable,
             "needs python3 with sqlcipher3 (pip install sqlcipher3==0.6.4), as .ci/test installs"),
           arguments: ["WAL", "DELETE"])
     func liveBackup(journalMode: String) throws {
@@ -429,9 +429,9 @@ struct ReplacementSafetyTests {
         let db = try scratch.database("live.db", key: key, rowCount: 20_000, journalMode: journalMode)
         let keyText = try String(contentsOfFile: keyPath, encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        let writer = try LiveWriter(database: db, rawKeyText: keyText)
+        let writer = try PeerProcess(database: db, rawKeyText: keyText)
         defer { writer.stop() }
-        try writer.startWriting(everyMilliseconds: 10)
+        try writer.startWriting(everyMilliseconds: 10, table: "item")
         usleep(100_000)
         let before = try rowCountWaiting(db, key: key)
 
@@ -521,112 +521,6 @@ private final class RunningCommand {
     }
 }
 
-/// A python `sqlcipher3` process writing a row into `item` every N ms (a copy of the library tests' PeerProcess,
-/// reduced to what these tests need). The key reaches it through the environment, never argv.
-final class LiveWriter {
-    private let process = Process()
-    private let input = Pipe()
-    private let output = Pipe()
-
-    static let isAvailable: Bool = {
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        probe.arguments = ["python3", "-c", "import sqlcipher3"]
-        probe.standardOutput = FileHandle.nullDevice
-        probe.standardError = FileHandle.nullDevice
-        var environment = ProcessInfo.processInfo.environment
-        environment["LD_PRELOAD"] = nil
-        environment["LD_LIBRARY_PATH"] = nil
-        probe.environment = environment
-        guard (try? probe.run()) != nil else { return false }
-        probe.waitUntilExit()
-        return probe.terminationStatus == 0
-    }()
-
-    private static let script = #"""
-        import os, select, sys, time, sqlcipher3
-        db = sqlcipher3.connect(sys.argv[1], timeout=60, isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA cipher_log_level = NONE")
-        db.execute('PRAGMA key = "%s"' % os.environ["PEER_KEY"])
-        if os.environ.get("PEER_COMPATIBILITY") == "3":
-            db.execute("PRAGMA cipher_compatibility = 3")
-        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        print("ready", flush=True)
-        for line in sys.stdin:
-            words = line.split()
-            if not words:
-                continue
-            if words[0] == "write-every":
-                interval = int(words[1]) / 1000.0
-                written = 0
-                print("writing", flush=True)
-                while not select.select([sys.stdin], [], [], 0)[0]:
-                    db.execute("INSERT INTO item(body) VALUES ('peer write')")
-                    written += 1
-                    time.sleep(interval)
-                sys.stdin.readline()
-                print("wrote %d" % written, flush=True)
-            elif words[0] == "quit":
-                break
-        """#
-
-    init(database: String, rawKeyText: String) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", Self.script, database]
-        var environment = ProcessInfo.processInfo.environment
-        environment["LD_PRELOAD"] = nil
-        environment["LD_LIBRARY_PATH"] = nil
-        environment["PEER_KEY"] = rawKeyText
-        environment["PEER_COMPATIBILITY"] = Engine.isVersion4 ? "4" : "3"
-        process.environment = environment
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        _ = try expectLine("ready")
-    }
-
-    func startWriting(everyMilliseconds interval: Int) throws {
-        input.fileHandleForWriting.write(Data("write-every \(interval)\n".utf8))
-        _ = try expectLine("writing")
-    }
-
-    /// Stops the writes; returns how many rows were written.
-    func stopWriting() throws -> Int {
-        input.fileHandleForWriting.write(Data("stop\n".utf8))
-        let line = try expectLine("wrote ")
-        return Int(line.dropFirst("wrote ".count)) ?? -1
-    }
-
-    private func expectLine(_ prefix: String) throws -> String {
-        var line = Data()
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            guard let first = byte.first, first != UInt8(ascii: "\n") else { break }
-            line.append(first)
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix(prefix) else {
-            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "the writer answered `\(text)`"])
-        }
-        return text
-    }
-
-    func stop() {
-        guard process.isRunning else { return }
-        input.fileHandleForWriting.write(Data("quit\n".utf8))
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
-    }
-
-    deinit {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-    }
-}
-
 /// The row count, read with a busy timeout (another process is writing).
 private func rowCountWaiting(_ path: String, key: EncryptionKey) throws -> Int {
     let db = try Connection(path: path, key: key, options: OpenOptions(mode: .readOnly, busyTimeout: .seconds(60)))
@@ -690,19 +584,4 @@ private func resolvedPath(_ path: String) -> String? {
 
 private func milliseconds(_ duration: Duration) -> Int {
     Int(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
-}
-
-/// The processes whose parent is `pid` (from /proc; empty elsewhere).
-func childProcesses(of pid: Int32) -> [Int32] {
-    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
-    return entries.compactMap { name -> Int32? in
-        guard let candidate = Int32(name),
-              let stat = try? String(contentsOfFile: "/proc/\(name)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")")
-        else { return nil }
-        // "pid (command) state ppid …": the command may hold spaces and parentheses, so read after the last ')'.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 1, Int32(fields[1]) == pid else { return nil }
-        return candidate
-    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import SQLCipherKit
+@_exported import SQLCipherKitTestSupport
 import Testing
 @testable import sqlcipherkit
 
@@ -163,16 +164,8 @@ func rowCount(_ path: String, key: EncryptionKey, settings: CipherSettings = .en
     return try db.scalar("SELECT count(*) FROM item", as: Int.self) ?? -1
 }
 
-func fileBytes(_ path: String) throws -> [UInt8] {
-    [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-}
-
 func fileMode(_ path: String) throws -> Int {
     (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int ?? 0) & 0o777
-}
-
-enum Engine {
-    static var isVersion4: Bool { (SQLCipher.parsedVersion?.major ?? 0) >= 4 }
 }
 
 // MARK: - Other tools and bounded runs

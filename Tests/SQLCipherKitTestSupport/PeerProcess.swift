@@ -1,6 +1,5 @@
 import Foundation
 import SQLCipherKit
-import Testing
 
 /// Another process with its own SQLCipher connection to a database: it holds locks and writes while the code under
 /// test runs, as a second service or an operator's shell would.
@@ -8,13 +7,13 @@ import Testing
 /// It is python's `sqlcipher3` module (SQLCipher 4, installed by .ci/test), which opens SQLCipher 3 files with
 /// `cipher_compatibility = 3`; the file-locking protocol is the same whatever the engine. The key reaches it through
 /// an environment variable, never argv.
-final class PeerProcess {
+public final class PeerProcess {
     private let process = Process()
     private let input = Pipe()
     private let output = Pipe()
 
     /// Whether the peer can run here (python3 with sqlcipher3).
-    static let isAvailable: Bool = {
+    public static let isAvailable: Bool = {
         let probe = Process()
         probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         probe.arguments = ["python3", "-c", "import sqlcipher3"]
@@ -29,7 +28,7 @@ final class PeerProcess {
         return probe.terminationStatus == 0
     }()
 
-    static let unavailableReason = "needs python3 with sqlcipher3 (pip install sqlcipher3==0.6.4), as .ci/test installs"
+    public static let unavailableReason = "needs python3 with sqlcipher3 (pip install sqlcipher3==0.6.4), as .ci/test installs"
 
     private static let script = #"""
         import os, select, sys, time, sqlcipher3
@@ -50,12 +49,14 @@ final class PeerProcess {
             elif words[0] == "unlock":
                 db.execute("COMMIT")
             elif words[0] == "write-every":
-                # Inserts a row every N ms until a line arrives on stdin; answers with the number written.
+                # Inserts a row into TABLE (default t) every N ms until a line arrives on stdin; answers with the
+                # number written.
                 interval = int(words[1]) / 1000.0
+                table = words[2] if len(words) > 2 else "t"
                 written = 0
                 print("writing", flush=True)
                 while not select.select([sys.stdin], [], [], 0)[0]:
-                    db.execute("INSERT INTO t(body) VALUES ('peer write')")
+                    db.execute("INSERT INTO \"%s\"(body) VALUES ('peer write')" % table)
                     written += 1
                     time.sleep(interval)
                 sys.stdin.readline()
@@ -67,7 +68,7 @@ final class PeerProcess {
         """#
 
     /// Starts the peer on a database with a raw key (its `x'…'` text).
-    init(database: String, rawKeyText: String = TestKeys.rawText) throws {
+    public init(database: String, rawKeyText: String) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", Self.script, database]
         var environment = ProcessInfo.processInfo.environment
@@ -86,14 +87,14 @@ final class PeerProcess {
 
     /// Sends a command and waits for its answer (`ok`, or what the command prints).
     @discardableResult
-    func send(_ command: String, expecting answer: String = "ok") throws -> String {
+    public func send(_ command: String, expecting answer: String = "ok") throws -> String {
         input.fileHandleForWriting.write(Data((command + "\n").utf8))
         return try expectLine(answer)
     }
 
     /// Reads one line of the peer's output; it must start with `prefix`.
     @discardableResult
-    func expectLine(_ prefix: String) throws -> String {
+    public func expectLine(_ prefix: String) throws -> String {
         var line = Data()
         while true {
             let byte = output.fileHandleForReading.readData(ofLength: 1)
@@ -109,7 +110,7 @@ final class PeerProcess {
     }
 
     /// Ends the peer (its connection closes with it).
-    func stop() {
+    public func stop() {
         input.fileHandleForWriting.write(Data("quit\n".utf8))
         try? input.fileHandleForWriting.close()
         process.waitUntilExit()
@@ -122,8 +123,21 @@ final class PeerProcess {
         }
     }
 
-    struct PeerError: Error, CustomStringConvertible {
-        let message: String
-        var description: String { message }
+    public struct PeerError: Error, CustomStringConvertible {
+        public let message: String
+        public var description: String { message }
+    }
+}
+
+extension PeerProcess {
+    /// Starts inserting a row into `table(body)` every `interval` milliseconds.
+    public func startWriting(everyMilliseconds interval: Int, table: String = "t") throws {
+        try send("write-every \(interval) \(table)", expecting: "writing")
+    }
+
+    /// Stops the writes; returns how many rows were written.
+    public func stopWriting() throws -> Int {
+        let line = try send("stop", expecting: "wrote ")
+        return Int(line.dropFirst("wrote ".count)) ?? -1
     }
 }
