@@ -370,10 +370,11 @@ extension Connection {
     }
 
     private func classifyUnreadableFile(size: Int, encryption: Encryption, underlying: DatabaseError) -> DatabaseError {
-        let hasPlaintextMagic = hasPlaintextSQLiteHeader(atPath: filePath)
+        let format = DatabaseFileInspection.fileFormat(atPath: filePath)
+        let hasPlaintextMagic = format == .plaintext || format == .plaintextHeader
         let code = underlying.extendedResultCode
         // The magic alone does not make a plaintext database: a plaintext-header database has it too.
-        let isPlaintextDatabase = hasPlaintextMagic && Self.opensAsPlaintext(filePath)
+        let isPlaintextDatabase = format == .plaintext
         let plaintextHeaderHint = "the file starts with a plaintext SQLite header but its content is encrypted: a"
             + " database with a plaintext header (SQLCipher 4); open it with its key, CipherSettings.plaintextHeaderSize"
             + " and its salt (path: \(path))"
@@ -414,11 +415,13 @@ extension Connection {
 
     // MARK: - Helpers
 
-    /// Whether a file reads as a plaintext database (its schema, not just its first 16 bytes).
+    /// Whether a file reads as a plaintext database (its schema, not just its first 16 bytes), on a read-only handle
+    /// that writes nothing (waiting up to 2 s for another process's lock).
     static func opensAsPlaintext(_ path: String) -> Bool {
         var connection: OpaquePointer?
         defer { sqlite3_close(connection) }
         guard sqlite3_open_v2(path, &connection, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { return false }
+        sqlite3_busy_timeout(connection, 2000)
         var statement: OpaquePointer?
         defer { sqlite3_finalize(statement) }
         guard sqlite3_prepare_v2(connection, "SELECT count(*) FROM sqlite_master", -1, &statement, nil) == SQLITE_OK

@@ -169,13 +169,14 @@ public struct DatabaseFileInspection: Sendable, Hashable {
         self.cipher = cipher
     }
 
+    /// What a file is, from its bytes and, for a file with the SQLite magic, whether its schema reads without a key.
+    /// The one detector of the library: the open path classifies an unreadable file with it too.
     static func fileFormat(atPath path: String) -> Format {
         guard OpenFiles.fileID(path: path) != nil else { return .missing }  // stat(2) failed
         guard let size = regularFileSize(atPath: path) else { return .notARegularFile }
         if size == 0 { return .empty }
         guard hasPlaintextSQLiteHeader(atPath: path) else { return .encrypted }
-        let opens = (try? withConnection(path: path, encryption: .none) { _ in true }) ?? false
-        return opens ? .plaintext : .plaintextHeader
+        return Connection.opensAsPlaintext(path) ? .plaintext : .plaintextHeader
     }
 
     private static func withConnection<T>(
