@@ -206,7 +206,12 @@ static void runGuardian(int input) {
 int CSQLCipherKitSupport_startGuardian(void) {
     if (guardianPipe >= 0) return (int)guardianProcess;
     int descriptors[2];
+#if defined(SOCK_CLOEXEC)
+    // Close-on-exec from the start: no program started by another thread meanwhile inherits either end.
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, descriptors) != 0) return -1;
+#else
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, descriptors) != 0) return -1;
+#endif
 #if !defined(MSG_NOSIGNAL) && defined(SO_NOSIGPIPE)
     int on = 1;
     setsockopt(descriptors[1], SOL_SOCKET, SO_NOSIGPIPE, &on, sizeof(on));
