@@ -64,13 +64,13 @@ struct SQLCipherFluentDatabase: Database, SQLDatabase {
             guard schema.createConstraints.isEmpty, schema.updateFields.isEmpty, schema.deleteConstraints.isEmpty
             else {
                 return eventLoop.makeFailedFuture(DatabaseError(
-                    kind: .unsupportedByEngine, code: DatabaseError.SQLITE_ERROR,
-                    message: "SQLite's ALTER TABLE can only add, rename and drop columns, not change constraints or"
+                    .unsupportedByEngine,
+                    "SQLite's ALTER TABLE can only add, rename and drop columns, not change constraints or"
                         + " column types; make a new table and copy the rows"))
             }
             if !schema.deleteFields.isEmpty, let reason = capabilities.missingReason(.dropColumn) {
                 return eventLoop.makeFailedFuture(DatabaseError(
-                    kind: .unsupportedByEngine, code: DatabaseError.SQLITE_ERROR, message: reason))
+                    .unsupportedByEngine, reason))
             }
             if schema.createFields.isEmpty, schema.deleteFields.isEmpty {
                 return eventLoop.makeSucceededVoidFuture()

@@ -85,7 +85,7 @@ final class WriterSession: Sendable {
 
     private static func finishedError() -> DatabaseError {
         DatabaseError(
-            kind: .transactionMisuse, code: DatabaseError.SQLITE_MISUSE,
-            message: "the transaction has ended; use the database the transaction closure received only inside it")
+            .transactionMisuse,
+            "the transaction has ended; use the database the transaction closure received only inside it")
     }
 }

@@ -186,8 +186,8 @@ public final class DatabaseService: Service, Sendable {
             newKey = try keys.pendingKey()
             guard !oldKey.isSameKey(as: newKey) else {
                 throw DatabaseError(
-                    kind: .invalidKey, code: DatabaseError.SQLITE_MISUSE,
-                    message: "the pending key is the same as the current key")
+                    .invalidKey,
+                    "the pending key is the same as the current key")
             }
         } catch {
             keys.reject()
@@ -205,8 +205,8 @@ public final class DatabaseService: Service, Sendable {
         try verifyOpens(with: newKey)
         guard (try? verifyOpens(with: oldKey)) == nil else {
             throw DatabaseError(
-                kind: .verificationFailed, code: DatabaseError.SQLITE_ERROR,
-                message: "after the rekey the old key still opens \(path); the pending key file was kept")
+                .verificationFailed,
+                "after the rekey the old key still opens \(path); the pending key file was kept")
         }
         try keys.retire(generation)
     }

@@ -226,4 +226,21 @@ struct DatabaseErrorTests {
             #expect(error?.message.contains(TestKeys.sentinel) == false)
         }
     }
+
+    @Test("an error made from its kind carries the kind's usual result code")
+    func kindFactory() {
+        let cases: [(DatabaseError.Kind, ResultCode)] = [
+            (.invalidArgument, DatabaseError.SQLITE_MISUSE), (.invalidState, DatabaseError.SQLITE_MISUSE),
+            (.valueConversion, DatabaseError.SQLITE_MISMATCH), (.fileSystem, DatabaseError.SQLITE_CANTOPEN),
+            (.wrongKey, DatabaseError.SQLITE_NOTADB), (.damaged, DatabaseError.SQLITE_CORRUPT),
+            (.diskFull, DatabaseError.SQLITE_FULL), (.busy, DatabaseError.SQLITE_BUSY),
+            (.migrationFailed, DatabaseError.SQLITE_ABORT), (.verificationFailed, DatabaseError.SQLITE_ERROR),
+        ]
+        for (kind, code) in cases {
+            let error = DatabaseError(kind, "message", sql: "SELECT 1")
+            #expect(error.kind == kind)
+            #expect(error.extendedResultCode == code, "\(kind)")
+            #expect(error.message == "message" && error.sql == "SELECT 1")
+        }
+    }
 }

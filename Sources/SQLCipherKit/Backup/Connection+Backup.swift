@@ -145,8 +145,8 @@ extension Connection {
     ) throws {
         guard regularFileSize(atPath: source) != nil else {
             throw DatabaseError(
-                kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN,
-                message: "the backup \(source) does not exist; nothing was changed")
+                .fileSystem,
+                "the backup \(source) does not exist; nothing was changed")
         }
         let backup = try Connection(
             path: source, encryption: encryption, options: OpenOptions(mode: .readOnly))
@@ -173,16 +173,16 @@ extension Connection {
     ) throws {
         guard pagesPerStep >= 1 else {
             throw DatabaseError(
-                kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
-                message: "pagesPerStep must be at least 1, not \(pagesPerStep)")
+                .invalidArgument,
+                "pagesPerStep must be at least 1, not \(pagesPerStep)")
         }
         let sourceConnection = try checkedConnection()
         let destinationConnection = try destination.checkedConnection()
         try checkBackupCompatibility(with: destination)
         guard !destination.isInsideTransaction else {
             throw DatabaseError(
-                kind: .invalidState, code: DatabaseError.SQLITE_MISUSE,
-                message: "the backup destination is inside a transaction")
+                .invalidState,
+                "the backup destination is inside a transaction")
         }
         destination.statementCache.removeAll()
 
@@ -290,8 +290,8 @@ extension Connection {
         let target = try destination.cipherLayout()
         func refuse(_ message: String) -> DatabaseError {
             DatabaseError(
-                kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
-                message: "backup refused: \(message); nothing was copied")
+                .invalidArgument,
+                "backup refused: \(message); nothing was copied")
         }
         if source.isEncrypted && !target.isEncrypted {
             throw refuse(

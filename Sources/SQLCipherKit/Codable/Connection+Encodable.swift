@@ -45,8 +45,8 @@ extension Connection {
         let encoding = try RecordEncoding(record)
         guard !encoding.columns.isEmpty else {
             throw DatabaseError(
-                kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
-                message: "\(Record.self) encodes no field to insert into `\(table)`")
+                .invalidArgument,
+                "\(Record.self) encodes no field to insert into `\(table)`")
         }
         let verb = conflictResolution.map { "INSERT OR \($0.rawValue)" } ?? "INSERT"
         let sql = "\(verb) INTO \(Self.quoteIdentifier(table))("
@@ -84,23 +84,23 @@ extension Connection {
         let keyColumns = try primaryKey ?? primaryKeyColumns(of: table)
         guard !keyColumns.isEmpty else {
             throw DatabaseError(
-                kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
-                message: "table `\(table)` has no declared PRIMARY KEY (or does not exist); pass primaryKey:")
+                .invalidArgument,
+                "table `\(table)` has no declared PRIMARY KEY (or does not exist); pass primaryKey:")
         }
         var keyPositions: [Int] = []
         for column in keyColumns {
             guard let position = encoding.columns.firstIndex(where: { $0.caseInsensitiveEquals(column) }) else {
                 throw DatabaseError(
-                    kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
-                    message: "\(Record.self) encodes no field for the primary key column `\(column)` of `\(table)`")
+                    .invalidArgument,
+                    "\(Record.self) encodes no field for the primary key column `\(column)` of `\(table)`")
             }
             keyPositions.append(position)
         }
         let setPositions = encoding.columns.indices.filter { !keyPositions.contains($0) }
         guard !setPositions.isEmpty else {
             throw DatabaseError(
-                kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
-                message: "\(Record.self) encodes no field besides the primary key of `\(table)`: nothing to update")
+                .invalidArgument,
+                "\(Record.self) encodes no field besides the primary key of `\(table)`: nothing to update")
         }
         let sql = "UPDATE \(Self.quoteIdentifier(table)) SET "
             + setPositions.map { Self.quoteIdentifier(encoding.columns[$0]) + "=?" }.joined(separator: ",")

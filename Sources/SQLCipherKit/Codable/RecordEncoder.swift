@@ -23,8 +23,8 @@ final class RecordEncoding {
             try record.encode(to: RecordEncoder(encoding: self))
         } catch let error as EncodingError {
             throw DatabaseError(
-                kind: .valueConversion, code: DatabaseError.SQLITE_MISMATCH,
-                message: "cannot encode \(Record.self): \(CodableJSON.describe(error))")
+                .valueConversion,
+                "cannot encode \(Record.self): \(CodableJSON.describe(error))")
         }
         if let deferredError { throw deferredError }
     }
@@ -41,8 +41,8 @@ final class RecordEncoding {
     func recordMisuse(_ message: String) {
         if deferredError == nil {
             deferredError = DatabaseError(
-                kind: .valueConversion, code: DatabaseError.SQLITE_MISMATCH,
-                message: "cannot encode \(recordType): \(message)")
+                .valueConversion,
+                "cannot encode \(recordType): \(message)")
         }
     }
 
@@ -74,8 +74,8 @@ final class RecordEncoding {
 
     func fieldError(_ field: String, _ type: Any.Type, _ reason: String) -> DatabaseError {
         DatabaseError(
-            kind: .valueConversion, code: DatabaseError.SQLITE_MISMATCH,
-            message: "field `\(field)` (\(type)) of \(recordType): \(reason)")
+            .valueConversion,
+            "field `\(field)` (\(type)) of \(recordType): \(reason)")
     }
 }
 

@@ -97,8 +97,8 @@ final class RowDecodingContext {
             return try Record(from: RowDecoder(context: self))
         } catch let error as DecodingError {
             throw DatabaseError(
-                kind: .valueConversion, code: DatabaseError.SQLITE_MISMATCH,
-                message: "cannot decode \(recordType) from the row: \(CodableJSON.describe(error))", sql: statement.sql)
+                .valueConversion,
+                "cannot decode \(recordType) from the row: \(CodableJSON.describe(error))", sql: statement.sql)
         }
     }
 
@@ -240,8 +240,8 @@ final class RowDecodingContext {
         }()
         let name = index < columnCount ? statement.columnNames[index] : "?"
         return DatabaseError(
-            kind: .valueConversion, code: DatabaseError.SQLITE_MISMATCH,
-            message: "column `\(name)` (index \(index)) of \(recordType): \(reason)", sql: statement.sql)
+            .valueConversion,
+            "column `\(name)` (index \(index)) of \(recordType): \(reason)", sql: statement.sql)
     }
 
     func missingColumnError(_ key: some CodingKey, type: Any.Type) -> DatabaseError {
@@ -254,8 +254,8 @@ final class RowDecodingContext {
 
     func unsupported(_ what: String) -> DatabaseError {
         DatabaseError(
-            kind: .valueConversion, code: DatabaseError.SQLITE_MISMATCH,
-            message: "cannot decode \(recordType): \(what)", sql: statement.sql)
+            .valueConversion,
+            "cannot decode \(recordType): \(what)", sql: statement.sql)
     }
 }
 

@@ -91,14 +91,14 @@ final class AccessCoordinator: Sendable {
     func refuseReentrance() throws {
         if SerializedConnection.isRunningInside(owner) {
             throw DatabaseError(
-                kind: .invalidState, code: DatabaseError.SQLITE_MISUSE,
-                message: "\(label) was used from inside one of its own read or write closures; that would deadlock."
+                .invalidState,
+                "\(label) was used from inside one of its own read or write closures; that would deadlock."
                     + " Use the Connection the closure receives")
         }
     }
 
     private static func closedError() -> DatabaseError {
-        DatabaseError(kind: .connectionClosed, code: DatabaseError.SQLITE_MISUSE, message: "the database was closed")
+        DatabaseError(.connectionClosed, "the database was closed")
     }
 
     // MARK: - Admission
@@ -399,7 +399,7 @@ final class AccessCoordinator: Sendable {
             if state.isClosed { throw Self.closedError() }
             if state.isBarrierUp {
                 throw DatabaseError(
-                    kind: .invalidState, code: DatabaseError.SQLITE_MISUSE, message: "a rekey is already running")
+                    .invalidState, "a rekey is already running")
             }
             state.isBarrierUp = true
             if state.inFlightCount == 0 { return false }

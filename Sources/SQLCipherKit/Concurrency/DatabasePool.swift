@@ -68,8 +68,8 @@ public final class DatabasePool: DatabaseWriter {
     private init(path: String, keyProvider: KeyProvider?, configuration: Configuration) throws {
         guard configuration.maximumReaderCount >= 1 else {
             throw DatabaseError(
-                kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
-                message: "a pool needs at least 1 reader, not \(configuration.maximumReaderCount)")
+                .invalidArgument,
+                "a pool needs at least 1 reader, not \(configuration.maximumReaderCount)")
         }
         var options = configuration.openOptions
         options.mode = .readWriteCreate
@@ -80,8 +80,8 @@ public final class DatabasePool: DatabaseWriter {
             let mode = try writer.pragmaText("journal_mode = WAL")
             guard mode?.caseInsensitiveEquals("wal") == true else {
                 throw DatabaseError(
-                    kind: .unsupportedByEngine, code: DatabaseError.SQLITE_ERROR,
-                    message: "WAL mode could not be enabled (journal mode is \(mode ?? "unknown")); a pool needs a"
+                    .unsupportedByEngine,
+                    "WAL mode could not be enabled (journal mode is \(mode ?? "unknown")); a pool needs a"
                         + " database file. Use DatabaseQueue for in-memory databases")
             }
         } catch {

@@ -222,8 +222,8 @@ extension Connection {
         guard let argumentCount else { return -1 }
         guard (0...127).contains(argumentCount) else {
             throw DatabaseError(
-                kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
-                message: "a function takes 0 to 127 arguments, not \(argumentCount)")
+                .invalidArgument,
+                "a function takes 0 to 127 arguments, not \(argumentCount)")
         }
         return CInt(argumentCount)
     }

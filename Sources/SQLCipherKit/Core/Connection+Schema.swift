@@ -182,8 +182,8 @@ extension Connection {
     public func vacuum(into destination: String) throws {
         guard SQLCipher.sqliteVersionNumber >= 3_027_000 else {
             throw DatabaseError(
-                kind: .unsupportedByEngine, code: DatabaseError.SQLITE_ERROR,
-                message: "VACUUM INTO needs SQLite 3.27 or later; the linked engine is SQLite \(SQLCipher.sqliteVersion)"
+                .unsupportedByEngine,
+                "VACUUM INTO needs SQLite 3.27 or later; the linked engine is SQLite \(SQLCipher.sqliteVersion)"
                     + " (SQLCipher \(SQLCipher.version)). Use backup(toPath:) or exportEncrypted(to:key:settings:)")
         }
         let replacement = try AtomicReplacement(

@@ -39,8 +39,8 @@ extension Connection {
     public func transaction<T>(_ kind: TransactionKind = .immediate, _ body: () throws -> T) throws -> T {
         if isInsideTransaction {
             throw DatabaseError(
-                kind: .transactionMisuse, code: DatabaseError.SQLITE_MISUSE,
-                message: "a transaction is already open; transactions do not nest (use savepoint(_:_:) instead)")
+                .transactionMisuse,
+                "a transaction is already open; transactions do not nest (use savepoint(_:_:) instead)")
         }
         try runTransactionStatement(TransactionStatement(begin: kind))
         let result: T
@@ -52,8 +52,8 @@ extension Connection {
         }
         guard isInsideTransaction else {
             throw DatabaseError(
-                kind: .transactionMisuse, code: DatabaseError.SQLITE_MISUSE,
-                message: "the transaction was ended by its own body (COMMIT or ROLLBACK inside transaction {});"
+                .transactionMisuse,
+                "the transaction was ended by its own body (COMMIT or ROLLBACK inside transaction {});"
                     + " statements after it ran outside the transaction")
         }
         do {

@@ -99,8 +99,8 @@ public final class Connection {
         try SQLCipher.requireSQLCipher()
         if encryption.key == nil && !encryption.settings.isEngineDefault {
             throw DatabaseError(
-                kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
-                message: "cipher settings were given without a key; a plaintext database has no cipher settings")
+                .invalidArgument,
+                "cipher settings were given without a key; a plaintext database has no cipher settings")
         }
         self.path = path
         self.options = options

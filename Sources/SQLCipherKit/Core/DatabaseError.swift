@@ -104,7 +104,18 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
         extendedResultCode.primaryResultCode
     }
 
-    /// Creates an error. The message and SQL must not contain key material or bound values.
+    /// Creates an error of `kind` with the kind's result code (``Kind/defaultResultCode``). The message and SQL must
+    /// not contain key material or bound values.
+    ///
+    /// ```swift
+    /// throw DatabaseError(.invalidArgument, "pagesPerStep must be at least 1")
+    /// ```
+    public init(_ kind: Kind, _ message: String, sql: String? = nil) {
+        self.init(kind: kind, code: kind.defaultResultCode, message: message, sql: sql)
+    }
+
+    /// Creates an error with a result code of its own (for an error SQLite reported, or a kind whose usual code
+    /// does not fit). The message and SQL must not contain key material or bound values.
     public init(kind: Kind, code: ResultCode, message: String, sql: String? = nil) {
         self.kind = kind
         self.extendedResultCode = code
@@ -170,6 +181,26 @@ extension DatabaseError.Kind {
     public static let diskFull = Self("diskFull")
     /// Another connection or process holds a lock on the database, and it was not released within the busy timeout.
     public static let busy = Self("busy")
+}
+
+extension DatabaseError.Kind {
+    /// The result code an error of this kind carries unless it is given another: the code SQLite itself uses for
+    /// that condition (`SQLITE_MISUSE` for a misuse of the API, `SQLITE_NOTADB` for a key that does not open the
+    /// file, `SQLITE_BUSY` for a lock, …).
+    public var defaultResultCode: ResultCode {
+        switch self {
+        case .invalidArgument, .invalidState, .invalidKey, .invalidSQL, .transactionMisuse, .connectionClosed:
+            DatabaseError.SQLITE_MISUSE
+        case .valueConversion: DatabaseError.SQLITE_MISMATCH
+        case .fileSystem: DatabaseError.SQLITE_CANTOPEN
+        case .wrongKey, .notEncrypted, .missingKey, .notADatabase: DatabaseError.SQLITE_NOTADB
+        case .damaged: DatabaseError.SQLITE_CORRUPT
+        case .diskFull: DatabaseError.SQLITE_FULL
+        case .busy: DatabaseError.SQLITE_BUSY
+        case .migrationFailed: DatabaseError.SQLITE_ABORT
+        default: DatabaseError.SQLITE_ERROR   // sqlite, notSQLCipher, unsupportedByEngine, verificationFailed
+        }
+    }
 }
 
 extension DatabaseError {

@@ -73,7 +73,7 @@ func randomSuffix() -> String {
 
 func fileSystemError(_ message: String) -> DatabaseError {
     let reason = String(cString: strerror(errno))
-    return DatabaseError(kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN, message: "\(message): \(reason)")
+    return DatabaseError(.fileSystem, "\(message): \(reason)")
 }
 
 /// The bytes an unprivileged process may still write on the file system holding `path` (its folder when the file

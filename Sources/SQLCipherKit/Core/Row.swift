@@ -189,8 +189,8 @@ public struct Row {
         let reason = stored.isNull ? "NULL cannot be read as non-optional \(type)"
             : "\(stored.storageClassName) value cannot be represented as \(type)"
         return DatabaseError(
-            kind: .valueConversion, code: DatabaseError.SQLITE_MISMATCH,
-            message: "column `\(name)` (index \(index)): \(reason)", sql: statement.sql)
+            .valueConversion,
+            "column `\(name)` (index \(index)): \(reason)", sql: statement.sql)
     }
 }
 

@@ -102,16 +102,16 @@ public final class Statement {
         self.attachesDatabase = guardState.attachCompileCount != attachCompileCount
         guard let statement else {
             throw DatabaseError(
-                kind: .invalidSQL, code: DatabaseError.SQLITE_MISUSE,
-                message: "the SQL contains no statement", sql: sql)
+                .invalidSQL,
+                "the SQL contains no statement", sql: sql)
         }
         defer { guardState.lastRefusal = nil }  // a refusal inside the leftover is not this statement's
         if try Self.containsStatement(leftover, sqliteConnection: sqliteConnection) {
             sqlite3_finalize(statement)
             let shown = String(leftover.drop(while: { $0.isWhitespace || $0 == ";" }))
             throw DatabaseError(
-                kind: .invalidSQL, code: DatabaseError.SQLITE_MISUSE,
-                message: "expected one statement, found more; leftover SQL: `\(shown)`"
+                .invalidSQL,
+                "expected one statement, found more; leftover SQL: `\(shown)`"
                     + " (use Connection.execute(_:) to run several statements)",
                 sql: sql)
         }

@@ -47,8 +47,8 @@ extension Connection {
         _ = try checkedConnection()
         guard !isInsideTransaction else {
             throw DatabaseError(
-                kind: .invalidState, code: DatabaseError.SQLITE_MISUSE,
-                message: "export cannot run inside a transaction; commit or roll back first")
+                .invalidState,
+                "export cannot run inside a transaction; commit or roll back first")
         }
         let replacement = try AtomicReplacement(
             destination: destination, source: filePath, policy: .createNew, operation: "export")
@@ -107,8 +107,8 @@ extension Connection {
             defer { copy.close() }
             guard try copy.pragmaText("journal_mode = WAL")?.caseInsensitiveEquals("wal") == true else {
                 throw DatabaseError(
-                    kind: .verificationFailed, code: DatabaseError.SQLITE_ERROR,
-                    message: "the copy did not verify: WAL mode could not be set; it was removed")
+                    .verificationFailed,
+                    "the copy did not verify: WAL mode could not be set; it was removed")
             }
         }
         try verifyCopy(at: path, encryption: encryption, expected: source)
@@ -134,8 +134,8 @@ extension Connection {
         if !encryption.settings.isEngineDefault, (regularFileSize(atPath: path) ?? 0) > 0 {
             // SQLCipher reads an existing file's first page during ATTACH, before per-schema settings can be set.
             throw DatabaseError(
-                kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
-                message: "an existing database with non-default cipher settings cannot be attached (SQLCipher reads"
+                .invalidArgument,
+                "an existing database with non-default cipher settings cannot be attached (SQLCipher reads"
                     + " it during ATTACH, before its settings can be applied); open it with its own Connection")
         }
         FileCreation.createPrivateFileIfMissing(atPath: path)

@@ -59,8 +59,8 @@ extension Connection {
         try execute("PRAGMA temp_store = MEMORY")
         guard try pragmaInteger("temp_store") == 2 else {
             throw DatabaseError(
-                kind: .verificationFailed, code: DatabaseError.SQLITE_ERROR,
-                message: "could not force temp_store to MEMORY; refusing a connection that may write plaintext"
+                .verificationFailed,
+                "could not force temp_store to MEMORY; refusing a connection that may write plaintext"
                     + " temporary files")
         }
     }
@@ -200,8 +200,8 @@ extension Connection {
         let reserved = Int(header[20])
         guard pageSize == expected, reserved >= 16, reserved <= 255 else {
             throw DatabaseError(
-                kind: .damaged, code: DatabaseError.SQLITE_CORRUPT,
-                message: "the plaintext header says page size \(pageSize) with \(reserved) reserved bytes, but the"
+                .damaged,
+                "the plaintext header says page size \(pageSize) with \(reserved) reserved bytes, but the"
                     + " cipher page size is \(expected): the header was changed, or other cipher settings are needed;"
                     + " the file was not opened (path: \(path))")
         }
@@ -283,8 +283,8 @@ extension Connection {
             if size > 0 && settings.salt == nil && key.salt == nil && schema == "main"
                 && regularFileSize(atPath: filePath) ?? 0 > 0 {
                 throw DatabaseError(
-                    kind: .invalidKey, code: DatabaseError.SQLITE_MISUSE,
-                    message: "a database with a plaintext header does not store its salt; give it with"
+                    .invalidKey,
+                    "a database with a plaintext header does not store its salt; give it with"
                         + " CipherSettings.salt or a raw key with salt (x'<96 hex>')")
             }
         }
@@ -325,8 +325,8 @@ extension Connection {
         let actual = try pragmaText(name)
         guard actual?.caseInsensitiveEquals(expected) == true else {
             throw DatabaseError(
-                kind: .unsupportedByEngine, code: DatabaseError.SQLITE_ERROR,
-                message: "SQLCipher \(SQLCipher.version) did not apply \(setting) (\(name) reads back "
+                .unsupportedByEngine,
+                "SQLCipher \(SQLCipher.version) did not apply \(setting) (\(name) reads back "
                     + "\(actual.map { "`\($0)`" } ?? "nothing")); refusing to open with other settings than asked")
         }
     }
@@ -362,8 +362,8 @@ extension Connection {
         if pageSize > 0 && size % pageSize != 0 {
             let wholePages = size / pageSize
             throw DatabaseError(
-                kind: .damaged, code: DatabaseError.SQLITE_CORRUPT,
-                message: "the key opens the database, but the file is \(size) bytes: \(size - wholePages * pageSize)"
+                .damaged,
+                "the key opens the database, but the file is \(size) bytes: \(size - wholePages * pageSize)"
                     + " bytes of a partial page \(wholePages + 1) follow the last whole page (page size \(pageSize));"
                     + " it is truncated or has bytes appended (path: \(path))")
         }
@@ -443,7 +443,7 @@ extension Connection {
     }
 
     static func invalidSetting(_ message: String) -> DatabaseError {
-        DatabaseError(kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE, message: message)
+        DatabaseError(.invalidArgument, message)
     }
 }
 

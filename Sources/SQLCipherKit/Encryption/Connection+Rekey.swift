@@ -168,7 +168,7 @@ extension Connection {
     }
 
     static func rekeyRefused(_ message: String) -> DatabaseError {
-        DatabaseError(kind: .invalidState, code: DatabaseError.SQLITE_MISUSE, message: "rekey refused: " + message)
+        DatabaseError(.invalidState, "rekey refused: " + message)
     }
 
     /// The database salt: the 16 bytes that, with the key, derive the encryption key (`nil` for a plaintext or

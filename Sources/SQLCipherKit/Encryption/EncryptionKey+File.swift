@@ -154,8 +154,8 @@ extension EncryptionKey {
         guard descriptor >= 0 else {
             if errno == EEXIST {
                 throw DatabaseError(
-                    kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN,
-                    message: "the key file \(path) exists already; it is never overwritten")
+                    .fileSystem,
+                    "the key file \(path) exists already; it is never overwritten")
             }
             throw fileSystemError("cannot create the key file \(path)")
         }

@@ -78,8 +78,8 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
     init(passphraseBuffer: SecretBytes) throws {
         guard passphraseBuffer.count > 0 else {
             throw DatabaseError(
-                kind: .invalidKey, code: DatabaseError.SQLITE_MISUSE,
-                message: "the key is empty; SQLCipher would create a plaintext database with it")
+                .invalidKey,
+                "the key is empty; SQLCipher would create a plaintext database with it")
         }
         self.init(kind: .passphrase, material: passphraseBuffer, salt: nil)
     }
@@ -181,7 +181,7 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
     // MARK: - Internals
 
     static func invalid(_ message: String) -> DatabaseError {
-        DatabaseError(kind: .invalidKey, code: DatabaseError.SQLITE_MISUSE, message: message)
+        DatabaseError(.invalidKey, message)
     }
 
     /// Builds `x'<hex key><hex salt>'` in a secret buffer.

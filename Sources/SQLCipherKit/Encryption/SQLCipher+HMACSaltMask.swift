@@ -41,8 +41,8 @@ enum HMACSaltMaskScope {
         if let currentMask {
             guard currentMask == mask else {
                 throw DatabaseError(
-                    kind: .invalidState, code: DatabaseError.SQLITE_MISUSE,
-                    message: "an HMAC salt mask scope (0x\(hex(currentMask))) is already running; scopes with"
+                    .invalidState,
+                    "an HMAC salt mask scope (0x\(hex(currentMask))) is already running; scopes with"
                         + " different masks cannot nest")
             }
             return try body()
@@ -69,8 +69,8 @@ enum HMACSaltMaskScope {
         let inForce = activeMask.withLock { $0 } ?? SQLCipher.defaultHMACSaltMask
         guard mask == inForce else {
             throw DatabaseError(
-                kind: .invalidState, code: DatabaseError.SQLITE_MISUSE,
-                message: "the HMAC salt mask 0x\(hex(mask)) applies to the whole process in SQLCipher, not to one"
+                .invalidState,
+                "the HMAC salt mask 0x\(hex(mask)) applies to the whole process in SQLCipher, not to one"
                     + " connection; open the database inside SQLCipher.withHMACSaltMask(0x\(hex(mask))) { … }")
         }
     }

@@ -136,8 +136,8 @@ public enum SQLCipher {
     public static func require(_ feature: Feature) throws {
         guard supports(feature) else {
             throw DatabaseError(
-                kind: .unsupportedByEngine, code: DatabaseError.SQLITE_ERROR,
-                message: "\(feature.name) needs SQLCipher \(feature.minimumVersion) or later; the linked engine is "
+                .unsupportedByEngine,
+                "\(feature.name) needs SQLCipher \(feature.minimumVersion) or later; the linked engine is "
                     + (isSQLCipher ? "SQLCipher \(version)" : "SQLite \(sqliteVersion) without SQLCipher"))
         }
     }
@@ -146,8 +146,8 @@ public enum SQLCipher {
     static func requireSQLCipher() throws {
         guard isSQLCipher else {
             throw DatabaseError(
-                kind: .notSQLCipher, code: DatabaseError.SQLITE_ERROR,
-                message: "the linked library is SQLite \(sqliteVersion) without SQLCipher (PRAGMA cipher_version is"
+                .notSQLCipher,
+                "the linked library is SQLite \(sqliteVersion) without SQLCipher (PRAGMA cipher_version is"
                     + " empty); SQLCipherKit refuses to run, since nothing would be encrypted. Install SQLCipher"
                     + " (Debian: libsqlcipher-dev) and make sure libsqlcipher is the library loaded.")
         }

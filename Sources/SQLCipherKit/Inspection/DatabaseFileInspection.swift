@@ -125,13 +125,13 @@ public struct DatabaseFileInspection: Sendable, Hashable {
         let format = fileFormat(atPath: path)
         if format == .missing || format == .notARegularFile {
             throw DatabaseError(
-                kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN,
-                message: "\(path) is \(format == .missing ? "missing" : "not a regular file"); nothing to inspect")
+                .fileSystem,
+                "\(path) is \(format == .missing ? "missing" : "not a regular file"); nothing to inspect")
         }
         if format == .plaintextHeader, encryption.key != nil, (encryption.settings.plaintextHeaderSize ?? 0) == 0 {
             throw DatabaseError(
-                kind: .wrongKey, code: DatabaseError.SQLITE_NOTADB,
-                message: "\(path) has a plaintext SQLite header: open it with its plaintext header size (usually 32)"
+                .wrongKey,
+                "\(path) has a plaintext SQLite header: open it with its plaintext header size (usually 32)"
                     + " and its salt (a raw key with salt, x'<96 hex>')")
         }
         var opened: (DatabaseDetails, CipherDetails?)
@@ -144,8 +144,8 @@ public struct DatabaseFileInspection: Sendable, Hashable {
             let version3 = Encryption.key(encryption.key!, settings: .sqlcipher3)
             guard let retried = try? withConnection(path: path, encryption: version3, read: readAll) else {
                 throw DatabaseError(
-                    kind: .wrongKey, code: DatabaseError.SQLITE_NOTADB,
-                    message: "the key opens \(path) neither with SQLCipher 4's default settings nor with SQLCipher"
+                    .wrongKey,
+                    "the key opens \(path) neither with SQLCipher 4's default settings nor with SQLCipher"
                         + " 3's: wrong key, other cipher settings, or not an SQLCipher database")
             }
             opened = retried

@@ -180,16 +180,16 @@ final class AtomicReplacement {
             // An empty file may be replaced (the caller may have created it), a file with content may not.
             if regularFileSize(atPath: destination) == 0, rename(temporaryPath, destination) == 0 { return }
             throw DatabaseError(
-                kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN,
-                message: "\(destination) appeared while the copy was written; it was left as it is, and the copy"
+                .fileSystem,
+                "\(destination) appeared while the copy was written; it was left as it is, and the copy"
                     + " was removed")
         }
         // File systems without hard links: check, then rename.
         var status = stat()
         guard lstat(destination, &status) != 0 else {
             throw DatabaseError(
-                kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN,
-                message: "\(destination) appeared while the copy was written; the copy was removed")
+                .fileSystem,
+                "\(destination) appeared while the copy was written; the copy was removed")
         }
         guard rename(temporaryPath, destination) == 0 else {
             throw fileSystemError("cannot rename \(temporaryPath) to \(destination)")
@@ -267,7 +267,7 @@ final class AtomicReplacement {
     }
 
     static func refusal(_ operation: String, _ message: String) -> DatabaseError {
-        DatabaseError(kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN, message: "\(operation) refused: \(message)")
+        DatabaseError(.fileSystem, "\(operation) refused: \(message)")
     }
 
     // MARK: - Leftovers

@@ -55,13 +55,13 @@ public struct DatabaseMigrator: Sendable {
     ) throws {
         guard !identifier.isEmpty else {
             throw DatabaseError(
-                kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
-                message: "a migration identifier must not be empty")
+                .invalidArgument,
+                "a migration identifier must not be empty")
         }
         guard !migrations.contains(where: { $0.identifier == identifier }) else {
             throw DatabaseError(
-                kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
-                message: "the migration `\(identifier)` is registered twice; identifiers must be unique")
+                .invalidArgument,
+                "the migration `\(identifier)` is registered twice; identifiers must be unique")
         }
         migrations.append(Migration(identifier: identifier, migrate: migrate))
     }
@@ -103,15 +103,15 @@ public struct DatabaseMigrator: Sendable {
         if let lastIdentifier {
             guard let last = migrations.firstIndex(where: { $0.identifier == lastIdentifier }) else {
                 throw DatabaseError(
-                    kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
-                    message: "no migration named `\(lastIdentifier)` is registered")
+                    .invalidArgument,
+                    "no migration named `\(lastIdentifier)` is registered")
             }
             pending = Array(migrations[...last])
         }
         guard !db.isInsideTransaction else {
             throw DatabaseError(
-                kind: .invalidState, code: DatabaseError.SQLITE_MISUSE,
-                message: "migrations run each in their own transaction; call migrate outside any transaction")
+                .invalidState,
+                "migrations run each in their own transaction; call migrate outside any transaction")
         }
         let applied = Set(try appliedMigrations(in: db))
         try refuseUnknown(applied)
@@ -144,8 +144,8 @@ public struct DatabaseMigrator: Sendable {
                 sql: error.sql)
         } catch {
             throw DatabaseError(
-                kind: .migrationFailed, code: DatabaseError.SQLITE_ABORT,
-                message: "migration `\(migration.identifier)` failed and was rolled back: \(error)")
+                .migrationFailed,
+                "migration `\(migration.identifier)` failed and was rolled back: \(error)")
         }
     }
 
@@ -154,8 +154,8 @@ public struct DatabaseMigrator: Sendable {
         let unknown = applied.subtracting(known).sorted()
         guard unknown.isEmpty else {
             throw DatabaseError(
-                kind: .invalidState, code: DatabaseError.SQLITE_MISUSE,
-                message: "the database has applied migration(s) this version does not know: "
+                .invalidState,
+                "the database has applied migration(s) this version does not know: "
                     + unknown.map { "`\($0)`" }.joined(separator: ", ")
                     + " (it was migrated by a newer version of the application); nothing was run")
         }

@@ -147,8 +147,8 @@ public enum KeyRotation {
         return requests.map { request in
             if let id = OpenFiles.fileID(path: request.path), let paths = pathsByFile[id], paths.count > 1 {
                 let error = DatabaseError(
-                    kind: .invalidArgument, code: DatabaseError.SQLITE_MISUSE,
-                    message: "rotation refused: \(paths.joined(separator: " and ")) are the same file; name each"
+                    .invalidArgument,
+                    "rotation refused: \(paths.joined(separator: " and ")) are the same file; name each"
                         + " database once. Nothing was changed")
                 return RotationResult(
                     path: request.path, resolvedPath: realPath(request.path) ?? request.path, method: request.method,
@@ -298,8 +298,8 @@ public enum KeyRotation {
         let path = request.path
         guard regularFileSize(atPath: path).map({ $0 > 0 }) == true else {
             throw DatabaseError(
-                kind: .fileSystem, code: DatabaseError.SQLITE_CANTOPEN,
-                message: "\(path) does not exist or is empty; nothing to rotate")
+                .fileSystem,
+                "\(path) does not exist or is empty; nothing to rotate")
         }
         if OpenFiles.openCount(path: path) > 0 {
             throw refused("this process has other connections to \(path) open; close them first")
@@ -335,8 +335,8 @@ public enum KeyRotation {
 
     private static func busyRefusal(_ path: String, _ request: RotationRequest) -> DatabaseError {
         DatabaseError(
-            kind: .busy, code: DatabaseError.SQLITE_BUSY,
-            message: "\(path) is busy: another connection holds a lock and did not release it within"
+            .busy,
+            "\(path) is busy: another connection holds a lock and did not release it within"
                 + " \(request.lockTimeout); nothing was changed")
     }
 
@@ -370,8 +370,8 @@ public enum KeyRotation {
         rotated.close()
         if Connection.probeKey(path: request.path, encryption: request.oldEncryption) == .opens {
             throw DatabaseError(
-                kind: .verificationFailed, code: DatabaseError.SQLITE_ERROR,
-                message: "the old key still opens \(request.path) after the rotation (were both keys the same?)")
+                .verificationFailed,
+                "the old key still opens \(request.path) after the rotation (were both keys the same?)")
         }
         // Stale shared-memory index of the old file; rebuilt by the next opener.
         if regularFileSize(atPath: request.path + "-wal") == 0 {
@@ -394,7 +394,7 @@ public enum KeyRotation {
     }
 
     private static func refused(_ message: String) -> DatabaseError {
-        DatabaseError(kind: .invalidState, code: DatabaseError.SQLITE_MISUSE, message: "rotation refused: \(message)")
+        DatabaseError(.invalidState, "rotation refused: \(message)")
     }
 
     static func asDatabaseError(_ error: any Error) -> DatabaseError {
