@@ -81,7 +81,7 @@ def opens(path, key, compat):
 
 
 def fingerprint(path, key, compat):
-    """quick_check, journal mode, row count and a SHA-256 over every row, from a fresh connection."""
+    """quick_check, cipher_integrity_check, journal mode, row count and a SHA-256 over every row, from a fresh connection."""
     connection = connect(path, key, compat)
     if connection is None:
         raise CheckFailure(f"{path}: the key expected to open it does not")
@@ -89,6 +89,11 @@ def fingerprint(path, key, compat):
         check = [row[0] for row in connection.execute("PRAGMA quick_check").fetchall()]
         if check != ["ok"]:
             raise CheckFailure(f"{path}: quick_check: {check[:5]}")
+        if key is not None:
+            # Every page's HMAC (the checker's engine is SQLCipher 4, which has this PRAGMA for 3- and 4-format files).
+            damaged = connection.execute("PRAGMA cipher_integrity_check").fetchall()
+            if damaged:
+                raise CheckFailure(f"{path}: cipher_integrity_check: {damaged[:5]}")
         mode = connection.execute("PRAGMA journal_mode").fetchone()[0].upper()
         digest = hashlib.sha256()
         count = 0
