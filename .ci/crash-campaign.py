@@ -101,6 +101,8 @@ def fingerprint(path, key, compat):
             digest.update(f"{row_id}\t{body}\n".encode())
             count += 1
         return {"journal_mode": mode, "rows": count, "sha256": digest.hexdigest()}
+    except sqlcipher3.Error as error:
+        raise CheckFailure(f"{path}: {error}")
     finally:
         connection.close()
 
@@ -131,6 +133,20 @@ def files_with_marker(folder):
 
 def mode_of(path):
     return os.stat(path).st_mode & 0o7777
+
+
+def flip_bit(path, offset):
+    with open(path, "r+b") as handle:
+        handle.seek(offset)
+        byte = handle.read(1)[0]
+        handle.seek(offset)
+        handle.write(bytes([byte ^ 1]))
+
+
+def delete_row(path, key, compat):
+    connection = connect(path, key, compat)
+    connection.execute("DELETE FROM item WHERE id = 1234")
+    connection.close()
 
 
 def remove_database(path):
@@ -216,6 +232,46 @@ class Campaign:
         key_args = ["--key-file", key_file] if key_file else ["--plaintext"]
         self.run_complete(["exec", name] + key_args + list(cipher_args) + ["--create", sql], folder, "create")
         return os.path.join(folder, name)
+
+    # -- the checker must see damage: a negative control before the campaign
+
+    def self_test(self):
+        folder = os.path.join(self.work, "self-test")
+        os.makedirs(folder)
+        key = read_key(self.keygen(folder, "a.key"))
+        other = read_key(self.keygen(folder, "b.key"))
+        saved_rows, self.rows = self.rows, 3000
+        try:
+            good = self.create_database(folder, "good.db", "DELETE", key_file="a.key")
+        finally:
+            self.rows = saved_rows
+        expected = fingerprint(good, key, self.compat)
+        if not opens(good, key, self.compat) or opens(good, other, self.compat) or opens(good, None, self.compat):
+            raise SystemExit("self-test: the checker does not tell the right key from a wrong one")
+        size = os.path.getsize(good)
+        damages = {
+            "a flipped bit": lambda path: flip_bit(path, size // 2),
+            "a lost last page": lambda path: os.truncate(path, size - 1024),
+            "a deleted row": lambda path: delete_row(path, key, self.compat),
+        }
+        for what, damage in damages.items():
+            path = os.path.join(folder, "damaged.db")
+            shutil.copy2(good, path)
+            damage(path)
+            try:
+                detected = fingerprint(path, key, self.compat) != expected
+            except CheckFailure:
+                detected = True
+            if not detected:
+                raise SystemExit(f"self-test: the checker did not see {what}")
+            remove_database(path)
+        with open(os.path.join(folder, "stray"), "wb") as handle:
+            handle.write(b"..." + MARKER + b"...")
+        if files_with_marker(folder) != ["stray"]:
+            raise SystemExit("self-test: the plaintext scan is wrong")
+        shutil.rmtree(folder)
+        print("self-test: the checker tells the keys apart and sees a flipped bit, a lost page, a deleted row and"
+              " a plaintext marker", flush=True)
 
     # -- one combination
 
@@ -584,6 +640,7 @@ def main():
     share, extra = divmod(arguments.kills, len(scenarios))
     print(f"crash campaign: SQLCipher {campaign.engine}, {arguments.kills} kills over {len(scenarios)} combinations,"
           f" seed {arguments.seed}, work folder {arguments.work}", flush=True)
+    campaign.self_test()
     started = time.monotonic()
     for index, scenario in enumerate(scenarios):
         campaign.run_combination(scenario, share + (1 if index < extra else 0))
