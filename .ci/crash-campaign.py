@@ -81,7 +81,7 @@ def opens(path, key, compat):
 
 
 def fingerprint(path, key, compat):
-    """quick_check, cipher_integrity_check, journal mode, row count and a SHA-256 over every row, from a fresh connection."""
+    """quick_check, cipher_integrity_check, journal mode, row count and a SHA-256 over every row (fresh connection)."""
     connection = connect(path, key, compat)
     if connection is None:
         raise CheckFailure(f"{path}: the key expected to open it does not")
@@ -651,7 +651,8 @@ def main():
     text = markdown_summary(campaign, total, arguments.kills)
     print()
     print(text)
-    summary_path = arguments.summary or os.path.join(base, f"crash-campaign-summary-sqlcipher{campaign.engine}.md")
+    default_summary = f"crash-campaign-summary-sqlcipher{campaign.engine.split()[0]}.md"
+    summary_path = arguments.summary or os.path.join(base, default_summary)
     with open(summary_path, "w") as handle:
         handle.write(text)
     with open(os.path.splitext(summary_path)[0] + ".json", "w") as handle:
