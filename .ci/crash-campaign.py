@@ -45,6 +45,37 @@ class CheckFailure(Exception):
 # ---------------------------------------------------------------------------------------------------------------------
 # The checker's own connections (python sqlcipher3, SQLCipher 4.x, independent of the binary under test)
 
+
+def children_of(pid):
+    """The processes whose parent is `pid` (from /proc)."""
+    children = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and fields[1] == str(pid):
+            children.append(int(name))
+    return children
+
+
+def wait_for_exit(pids, limit):
+    """Waits until every pid has exited (gone, or a zombie waiting for init), at most `limit` seconds."""
+    deadline = time.monotonic() + limit
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{pid}/stat") as handle:
+                    state = handle.read().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                break
+            if state in ("Z", "X"):
+                break
+            time.sleep(0.005)
+
 def read_key(path):
     with open(path, "r") as handle:
         text = handle.read().rstrip("\r\n")
@@ -204,11 +235,15 @@ class Campaign:
             process = subprocess.Popen(
                 [self.binary] + args, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
             time.sleep(delay)
+            # The command's guardian (a child that removes its temporary files when it dies) is left alone: the
+            # check below runs once it has done its work, so what is left is what a SIGKILL really leaves.
+            guardians = children_of(process.pid)
             try:
                 os.kill(process.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             status = process.wait()
+            wait_for_exit(guardians, limit=30)
         if status == -signal.SIGKILL:
             return True
         if status != 0:

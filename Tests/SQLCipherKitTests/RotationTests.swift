@@ -32,6 +32,26 @@ struct RotationTests {
         }
     }
 
+    @Test("a rotation through a symbolic link rotates the real file and says so; a path that only looks different does not")
+    func symlinkDescription() throws {
+        try withTemporaryDirectory { dir in
+            let real = dir.path("real.db")
+            try EncryptionTests.makeDatabase(real, key: TestKeys.passphrase)
+            try FileManager.default.createSymbolicLink(atPath: dir.path("current.db"), withDestinationPath: real)
+            let linked = try KeyRotation.rotate(RotationRequest(
+                path: dir.path("current.db"), oldEncryption: .key(TestKeys.passphrase), newEncryption: .key(TestKeys.raw)))
+            #expect(linked.isRotated)
+            #expect(linked.description.contains("symlink to"), "\(linked)")
+            #expect(try FileManager.default.destinationOfSymbolicLink(atPath: dir.path("current.db")) == real)
+            // The same file named with a `..` detour: resolved differently, but no link to report.
+            let detour = dir.url.path + "/../" + dir.url.lastPathComponent + "/real.db"
+            let plain = try KeyRotation.rotate(RotationRequest(
+                path: detour, oldEncryption: .key(TestKeys.raw), newEncryption: .key(TestKeys.passphrase)))
+            #expect(plain.isRotated)
+            #expect(!plain.description.contains("symlink"), "\(plain)")
+        }
+    }
+
     @Test("a wrong old key, a busy database and an open connection leave the file untouched")
     func refusals() throws {
         try withTemporaryDirectory { dir in

@@ -93,7 +93,10 @@ public struct RotationResult: Sendable, CustomStringConvertible {
             }
             return "\(path): FAILED (\(error.message)); \(state)"
         }
-        let target = resolvedPath == path ? path : "\(path) (symlink to \(resolvedPath))"
+        // resolvedPath is absolute and canonical: only a path that is itself a symbolic link is worth saying.
+        var status = stat()
+        let isLink = lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFLNK
+        let target = isLink ? "\(path) (symlink to \(resolvedPath))" : path
         return "\(target): rotated (\(method)) in \(duration)" + (backupPath.map { "; original kept at \($0)" } ?? "")
     }
 }
