@@ -208,13 +208,15 @@ public enum KeyRotation {
         request.path = resolvedPath
         do {
             try refuseUnsaltedPlaintextHeaderKey(request)
-            switch request.method {
-            case .copy:
-                backupPath = try rotateByCopy(request, progress: progress)
-            case .inPlace:
-                backupPath = try rotateInPlace(request)
+            try withRotationTurn(request) {
+                switch request.method {
+                case .copy:
+                    backupPath = try rotateByCopy(request, progress: progress)
+                case .inPlace:
+                    backupPath = try rotateInPlace(request)
+                }
+                try verifyRotated(request)
             }
-            try verifyRotated(request)
             return RotationResult(
                 path: requestedPath, resolvedPath: resolvedPath, method: request.method, error: nil, keyState: .new,
                 backupPath: backupPath, duration: clock.now - start)
@@ -224,6 +226,39 @@ public enum KeyRotation {
                 path: requestedPath, resolvedPath: resolvedPath, method: request.method,
                 error: asDatabaseError(error), keyState: state, backupPath: backupPath, duration: clock.now - start)
         }
+    }
+
+    /// Rotations of the databases of one folder take turns, in this process and across processes: an advisory
+    /// `flock` on the folder, waited for within the request's lock timeout.
+    ///
+    /// Without it, two rotations of one file started together each found the other holding the file open and both
+    /// refused ("open in other processes"). Taking turns, the second starts once the first is done: with the old key
+    /// it then finds the file under the new key and is refused as a wrong key, so exactly one of them rotates. The
+    /// folder is locked, not the database: a process waiting on the database file itself would count as holding it
+    /// open. Where the folder cannot be opened (no read permission), rotation goes on without taking turns; the
+    /// database's own lock and the open-file check still refuse a concurrent run.
+    private static func withRotationTurn(_ request: RotationRequest, _ body: () throws -> Void) throws {
+        let folder: String
+        if let slash = request.path.lastIndex(of: "/") {
+            folder = slash == request.path.startIndex ? "/" : String(request.path[..<slash])
+        } else {
+            folder = "."
+        }
+        let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return try body() }
+        defer { closeFileDescriptor(descriptor) }   // releases the turn
+        let deadline = ContinuousClock.now + request.lockTimeout
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR else { return try body() }
+            guard ContinuousClock.now < deadline else {
+                throw DatabaseError(
+                    .busy,
+                    "another rotation of a database in \(folder) is running and did not finish within"
+                        + " \(request.lockTimeout); nothing was changed")
+            }
+            usleep(5_000)
+        }
+        try body()
     }
 
     /// A plaintext-header database does not store its salt: a new key without one would leave a file that only
