@@ -474,54 +474,6 @@ struct ReplacementSafetyTests {
 
 // MARK: - Helpers
 
-/// The binary started without waiting for it.
-private final class RunningCommand {
-    private let process = Process()
-    private let outputPath: String
-    private let errorPath: String
-    private let output: FileHandle
-    private let error: FileHandle
-
-    /// Starts the binary; with `nohup`, through `/usr/bin/nohup` (which ignores SIGHUP, then runs it in its place).
-    init(_ arguments: [String], nohup: Bool = false, in scratch: Scratch) throws {
-        process.executableURL = URL(fileURLWithPath: nohup ? "/usr/bin/nohup" : binaryPath)
-        process.arguments = nohup ? [binaryPath] + arguments : arguments
-        process.currentDirectoryURL = scratch.url
-        let token = UUID().uuidString
-        outputPath = scratch.path(".running-stdout-\(token)")
-        errorPath = scratch.path(".running-stderr-\(token)")
-        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-        output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-        error = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
-        process.standardOutput = output
-        process.standardError = error
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-    }
-
-    var isRunning: Bool { process.isRunning }
-    var pid: pid_t { process.processIdentifier }
-
-    /// The signal that ended the process, or 0.
-    var endedBySignal: Int32 { process.terminationReason == .uncaughtSignal ? process.terminationStatus : 0 }
-
-    /// Waits for the end (no bound: a hang fails the run through the suite's own limit) and collects the output.
-    func finish() throws -> CommandResult {
-        process.waitUntilExit()
-        try output.close()
-        try error.close()
-        defer {
-            try? FileManager.default.removeItem(atPath: outputPath)
-            try? FileManager.default.removeItem(atPath: errorPath)
-        }
-        return CommandResult(
-            status: process.terminationStatus,
-            standardOutput: try String(contentsOfFile: outputPath, encoding: .utf8),
-            standardError: try String(contentsOfFile: errorPath, encoding: .utf8))
-    }
-}
-
 /// The row count, read with a busy timeout (another process is writing).
 private func rowCountWaiting(_ path: String, key: EncryptionKey) throws -> Int {
     let db = try Connection(path: path, key: key, options: OpenOptions(mode: .readOnly, busyTimeout: .seconds(60)))

@@ -88,45 +88,75 @@ typealias CLIExitStatus = sqlcipherkit.ExitStatus
 let binaryPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     .appendingPathComponent("sqlcipherkit").path
 
-/// Runs the real binary as a subprocess.
+/// Runs the real binary as a subprocess and waits for it.
 func runSubprocess(
     _ arguments: [String], environment: [String: String?] = [:], standardInput: [UInt8]? = nil,
     in scratch: Scratch
 ) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: binaryPath)
-    process.arguments = arguments
-    process.currentDirectoryURL = scratch.url
-    var env = ProcessInfo.processInfo.environment
-    for (name, value) in environment { env[name] = value }
-    process.environment = env
-    let token = UUID().uuidString
-    let outputPath = scratch.path(".stdout-\(token)")
-    let errorPath = scratch.path(".stderr-\(token)")
-    _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-    let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-    let error = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
-    process.standardOutput = output
-    process.standardError = error
-    let input = Pipe()
-    process.standardInput = standardInput == nil ? FileHandle.nullDevice : input
-    try process.run()
-    if let standardInput {
-        input.fileHandleForWriting.write(Data(standardInput))
-        try input.fileHandleForWriting.close()
+    try RunningCommand(arguments, environment: environment, standardInput: standardInput, in: scratch).finish()
+}
+
+/// The binary started without waiting for it.
+final class RunningCommand {
+    private let process = Process()
+    private let outputPath: String
+    private let errorPath: String
+    private let output: FileHandle
+    private let error: FileHandle
+
+    /// Starts the binary; with `nohup`, through `/usr/bin/nohup` (which ignores SIGHUP, then runs it in its place).
+    /// `environment` adds or (with `nil`) removes variables; `standardInput` is written to it and closed.
+    init(
+        _ arguments: [String], nohup: Bool = false, environment: [String: String?] = [:],
+        standardInput: [UInt8]? = nil, in scratch: Scratch
+    ) throws {
+        process.executableURL = URL(fileURLWithPath: nohup ? "/usr/bin/nohup" : binaryPath)
+        process.arguments = nohup ? [binaryPath] + arguments : arguments
+        process.currentDirectoryURL = scratch.url
+        var variables = ProcessInfo.processInfo.environment
+        for (name, value) in environment { variables[name] = value }
+        process.environment = variables
+        let token = UUID().uuidString
+        outputPath = scratch.path(".running-stdout-\(token)")
+        errorPath = scratch.path(".running-stderr-\(token)")
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+        output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+        error = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
+        process.standardOutput = output
+        process.standardError = error
+        let input = Pipe()
+        process.standardInput = standardInput == nil ? FileHandle.nullDevice : input
+        try process.run()
+        if let standardInput {
+            input.fileHandleForWriting.write(Data(standardInput))
+            try input.fileHandleForWriting.close()
+        }
     }
-    process.waitUntilExit()
-    try output.close()
-    try error.close()
-    defer {
-        try? FileManager.default.removeItem(atPath: outputPath)
-        try? FileManager.default.removeItem(atPath: errorPath)
+
+    var isRunning: Bool { process.isRunning }
+    var pid: pid_t { process.processIdentifier }
+
+    /// The signal that ended the process, or 0.
+    var endedBySignal: Int32 { process.terminationReason == .uncaughtSignal ? process.terminationStatus : 0 }
+
+    /// Sends SIGTERM.
+    func terminate() { process.terminate() }
+
+    /// Waits for the end (no bound: a hang fails the run through the suite's own limit) and collects the output.
+    func finish() throws -> CommandResult {
+        process.waitUntilExit()
+        try output.close()
+        try error.close()
+        defer {
+            try? FileManager.default.removeItem(atPath: outputPath)
+            try? FileManager.default.removeItem(atPath: errorPath)
+        }
+        return CommandResult(
+            status: process.terminationStatus,
+            standardOutput: try String(contentsOfFile: outputPath, encoding: .utf8),
+            standardError: try String(contentsOfFile: errorPath, encoding: .utf8))
     }
-    return CommandResult(
-        status: process.terminationStatus,
-        standardOutput: try String(contentsOfFile: outputPath, encoding: .utf8),
-        standardError: try String(contentsOfFile: errorPath, encoding: .utf8))
 }
 
 /// Runs the command in this process, capturing its output. Relative paths are made absolute in `scratch`.
@@ -203,40 +233,15 @@ enum SQLCipherShell {
 func runSubprocessBounded(
     _ arguments: [String], limit: Duration = .seconds(60), in scratch: Scratch
 ) throws -> CommandResult? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: binaryPath)
-    process.arguments = arguments
-    process.currentDirectoryURL = scratch.url
-    let outputPath = scratch.path(".bounded-stdout-\(UUID().uuidString)")
-    let errorPath = scratch.path(".bounded-stderr-\(UUID().uuidString)")
-    _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-    let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-    let error = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
-    process.standardOutput = output
-    process.standardError = error
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
+    let run = try RunningCommand(arguments, in: scratch)
     let deadline = ContinuousClock.now + limit
-    while process.isRunning && ContinuousClock.now < deadline {
+    while run.isRunning && ContinuousClock.now < deadline {
         Thread.sleep(forTimeInterval: 0.05)
     }
-    let hung = process.isRunning
-    if hung {
-        process.terminate()
-    }
-    process.waitUntilExit()
-    try output.close()
-    try error.close()
-    defer {
-        try? FileManager.default.removeItem(atPath: outputPath)
-        try? FileManager.default.removeItem(atPath: errorPath)
-    }
-    guard !hung else { return nil }
-    return CommandResult(
-        status: process.terminationStatus,
-        standardOutput: try String(contentsOfFile: outputPath, encoding: .utf8),
-        standardError: try String(contentsOfFile: errorPath, encoding: .utf8))
+    let hung = run.isRunning
+    if hung { run.terminate() }
+    let result = try run.finish()
+    return hung ? nil : result
 }
 
 /// The one JSON object a `--json` run printed, or `nil` when standard output is not exactly one object.
