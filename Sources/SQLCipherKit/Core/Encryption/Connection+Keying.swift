@@ -370,7 +370,7 @@ extension Connection {
     }
 
     private func classifyUnreadableFile(size: Int, encryption: Encryption, underlying: DatabaseError) -> DatabaseError {
-        let format = DatabaseFileInspection.fileFormat(atPath: filePath)
+        let format = DatabaseFileFormat.detect(atPath: filePath)
         let hasPlaintextMagic = format == .plaintext || format == .plaintextHeader
         let code = underlying.extendedResultCode
         // The magic alone does not make a plaintext database: a plaintext-header database has it too.

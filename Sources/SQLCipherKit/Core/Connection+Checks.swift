@@ -1,0 +1,58 @@
+import CSQLCipher
+
+// Checks and reads every layer needs on an open connection: the open path verifies keys with them, maintenance and
+// rotation verify their results with them.
+extension Connection {
+    /// `PRAGMA quick_check`: reads (and so decrypts and authenticates) every page.
+    ///
+    /// - Throws: ``DatabaseError/verificationFailed`` with SQLite's report when the result is not `ok`.
+    public func quickCheck() throws {
+        let report = try all("PRAGMA quick_check", as: String.self)
+        guard report == ["ok"] else {
+            throw DatabaseError(
+                kind: .verificationFailed, code: DatabaseError.SQLITE_CORRUPT,
+                message: "PRAGMA quick_check failed: " + report.prefix(5).joined(separator: "; "))
+        }
+    }
+
+    /// `PRAGMA wal_checkpoint(TRUNCATE)`, which must complete (no reader in the way).
+    func checkpointTruncate() throws {
+        let isBusy = try first("PRAGMA wal_checkpoint(TRUNCATE)") { row in try row[0] as Int }
+        guard isBusy == 0 else {
+            throw DatabaseError(
+                kind: .invalidState, code: DatabaseError.SQLITE_BUSY,
+                message: "the WAL checkpoint could not complete: another connection is reading the database")
+        }
+    }
+
+    /// The database salt: the 16 bytes that, with the key, derive the encryption key (`nil` for a plaintext or
+    /// still empty database). Not secret. For a database with a plaintext header it is not stored in the file, and
+    /// must be kept and given at every open. A new database gets its salt with its first write.
+    public var cipherSalt: [UInt8]? {
+        get throws {
+            guard isEncrypted else { return nil }
+            if SQLCipher.supports(.plaintextHeader) {
+                // A new, empty database has no salt until its first write.
+                guard (regularFileSize(atPath: filePath) ?? 0) > 0 else { return nil }
+                guard let hex = try pragmaText("cipher_salt"), hex.count == 32 else { return nil }
+                return hexBytes(hex)
+            }
+            guard (regularFileSize(atPath: filePath) ?? 0) >= 16 else { return nil }
+            return readFilePrefix(atPath: filePath, count: 16)
+        }
+    }
+}
+
+func hexBytes(_ hex: String) -> [UInt8]? {
+    let digits = Array(hex.utf8)
+    guard digits.count % 2 == 0 else { return nil }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(digits.count / 2)
+    for index in stride(from: 0, to: digits.count, by: 2) {
+        guard let value = UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) else {
+            return nil
+        }
+        bytes.append(value)
+    }
+    return bytes
+}

@@ -1,0 +1,39 @@
+import CSQLCipher
+
+extension Connection {
+    /// Writes a vacuumed copy of the database into a new file (`VACUUM INTO`), encrypted with this connection's key
+    /// and settings, then verifies it (opened with that key, `quick_check`, header not plaintext) before renaming it
+    /// into place.
+    ///
+    /// `VACUUM INTO` exists from SQLite 3.27: SQLCipher 4 has it, SQLCipher 3.4.1 (SQLite 3.15.2) does not, and gets
+    /// ``DatabaseError/unsupportedByEngine``. Use ``backup(toPath:pagesPerStep:progress:)`` or
+    /// ``exportEncrypted(to:key:settings:)`` there.
+    ///
+    /// - Throws: ``DatabaseError/unsupportedByEngine``; ``DatabaseError/fileSystem`` when the destination exists;
+    ///   ``DatabaseError/verificationFailed`` when the copy is not what it should be (it is removed).
+    public func vacuum(into destination: String) throws {
+        guard SQLCipher.sqliteVersionNumber >= 3_027_000 else {
+            throw DatabaseError(
+                .unsupportedByEngine,
+                "VACUUM INTO needs SQLite 3.27 or later; the linked engine is SQLite \(SQLCipher.sqliteVersion)"
+                    + " (SQLCipher \(SQLCipher.version)). Use backup(toPath:) or exportEncrypted(to:key:settings:)")
+        }
+        let replacement = try AtomicReplacement(
+            destination: destination, source: filePath, policy: .createNew, operation: "VACUUM INTO")
+        do {
+            // VACUUM INTO cannot run inside a transaction: the summary is read just before it (no row counts, which
+            // other connections could change in between).
+            let source = try summary(countingRows: false)
+            try execute("VACUUM INTO ?", replacement.temporaryPath)
+            try replacement.commit { copyPath in
+                // VACUUM INTO writes a rollback-journal file whatever the source's mode.
+                var expected = source
+                expected.journalMode = "delete"
+                try Self.verifyCopy(at: copyPath, encryption: encryption, expected: expected)
+            }
+        } catch {
+            replacement.abandon()
+            throw error
+        }
+    }
+}
