@@ -80,14 +80,7 @@ func fileSystemError(_ message: String) -> DatabaseError {
 /// does not exist), or `nil` when it cannot be told.
 func availableBytes(onFileSystemOf path: String) -> Int? {
     var status = statvfs()
-    var target = path
-    if regularFileSize(atPath: path) == nil {
-        if let slash = path.lastIndex(of: "/") {
-            target = slash == path.startIndex ? "/" : String(path[..<slash])
-        } else {
-            target = "."
-        }
-    }
+    let target = regularFileSize(atPath: path) == nil ? parentFolder(of: path) : path
     guard statvfs(target, &status) == 0 else { return nil }
     return Int(status.f_bavail) * Int(status.f_frsize)
 }

@@ -238,12 +238,7 @@ public enum KeyRotation {
     /// open. Where the folder cannot be opened (no read permission), rotation goes on without taking turns; the
     /// database's own lock and the open-file check still refuse a concurrent run.
     private static func withRotationTurn(_ request: RotationRequest, _ body: () throws -> Void) throws {
-        let folder: String
-        if let slash = request.path.lastIndex(of: "/") {
-            folder = slash == request.path.startIndex ? "/" : String(request.path[..<slash])
-        } else {
-            folder = "."
-        }
+        let folder = parentFolder(of: request.path)
         let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { return try body() }
         defer { closeFileDescriptor(descriptor) }   // releases the turn
