@@ -14,32 +14,22 @@ struct GuardianTests {
     /// Runs `arguments`, waits until its temporary file exists, kills it with `signal`, then waits (bounded only to
     /// turn a hang into a failure) until no temporary file is left in the folder.
     static func killMidCopy(_ arguments: [String], signal: Int32, in scratch: Scratch) throws -> [String] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binaryPath)
-        process.arguments = arguments
-        process.currentDirectoryURL = scratch.url
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let temporaries = {
-            (try? FileManager.default.contentsOfDirectory(atPath: scratch.url.path))?
-                .filter { $0.contains(".sqlcipherkit-tmp-") } ?? []
-        }
+        let run = try RunningCommand(arguments, in: scratch)
+        let folder = scratch.url.path
         let appeared = ContinuousClock.now + .seconds(120)
-        while temporaries().isEmpty && process.isRunning && ContinuousClock.now < appeared {
+        while temporaryFiles(in: folder).isEmpty && run.isRunning && ContinuousClock.now < appeared {
             usleep(1_000)
         }
-        let sawTemporary = !temporaries().isEmpty
-        kill(process.processIdentifier, signal)
-        process.waitUntilExit()
+        let sawTemporary = !temporaryFiles(in: folder).isEmpty
+        kill(run.pid, signal)
+        _ = try run.finish()
         #expect(sawTemporary, "the command finished before a temporary file was seen; make the database larger")
-        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(run.endedBySignal == signal)
         let gone = ContinuousClock.now + .seconds(60)
-        while !temporaries().isEmpty && ContinuousClock.now < gone {
+        while !temporaryFiles(in: folder).isEmpty && ContinuousClock.now < gone {
             usleep(10_000)
         }
-        return temporaries()
+        return temporaryFiles(in: folder)
     }
 
     /// Every file in the folder that holds the marker in plaintext.

@@ -481,9 +481,6 @@ private func rowCountWaiting(_ path: String, key: EncryptionKey) throws -> Int {
     return try db.scalar("SELECT count(*) FROM item", as: Int.self) ?? -1
 }
 
-private func temporaryFiles(in folder: String) -> [String] {
-    ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.contains(".sqlcipherkit-tmp-") }
-}
 
 private func allFiles(under folder: String) -> [String] {
     guard let enumerator = FileManager.default.enumerator(atPath: folder) else { return [] }

@@ -257,3 +257,8 @@ func plaintextDatabase(_ scratch: Scratch, _ name: String) throws -> String {
     db.close()
     return scratch.path(name)
 }
+
+/// The temporary files (`*.sqlcipherkit-tmp-*`) in a folder.
+func temporaryFiles(in folder: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.contains(".sqlcipherkit-tmp-") }
+}
