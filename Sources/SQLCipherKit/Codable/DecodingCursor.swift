@@ -13,7 +13,7 @@
 ///
 /// Like ``RowCursor``, it belongs to its connection's thread, and ends when a new cursor over the same statement
 /// starts.
-public final class DecodingCursor<Record: Decodable> {
+public final class DecodingCursor<Record: Decodable>: DatabaseCursor {
     /// The cursor over the undecoded rows.
     public let rows: RowCursor
 
@@ -38,24 +38,11 @@ public final class DecodingCursor<Record: Decodable> {
         return try context.decodeRecord(Record.self)
     }
 
-    /// Calls `body` for each remaining decoded row.
-    ///
-    /// - Throws: The first error of ``next()`` or of `body`.
-    public func forEach(_ body: (Record) throws -> Void) throws {
-        while let record = try next() {
-            try body(record)
-        }
-    }
-
-    /// The remaining rows, decoded.
+    /// The remaining records.
     ///
     /// - Throws: The first error of ``next()``.
     public func all() throws -> [Record] {
-        var records: [Record] = []
-        while let record = try next() {
-            records.append(record)
-        }
-        return records
+        try map { $0 }
     }
 
     /// Resets the statement now instead of when the cursor is released.

@@ -36,7 +36,7 @@ public protocol FetchableRecord {
 ///
 /// Like ``RowCursor``, it belongs to its connection's thread, and ends when a new cursor over the same statement
 /// starts.
-public final class RecordCursor<Record: FetchableRecord> {
+public final class RecordCursor<Record: FetchableRecord>: DatabaseCursor {
     /// The cursor over the rows.
     public let rows: RowCursor
 
@@ -55,26 +55,12 @@ public final class RecordCursor<Record: FetchableRecord> {
         return try Record(row: row)
     }
 
-    /// Calls `body` for each remaining record.
-    ///
-    /// - Throws: The first error of ``next()`` or of `body`.
-    @inlinable
-    public func forEach(_ body: (Record) throws -> Void) throws {
-        while let record = try next() {
-            try body(record)
-        }
-    }
-
     /// The remaining records.
     ///
     /// - Throws: The first error of ``next()``.
     @inlinable
     public func all() throws -> [Record] {
-        var records: [Record] = []
-        while let record = try next() {
-            records.append(record)
-        }
-        return records
+        try map { $0 }
     }
 
     /// Resets the statement now instead of when the cursor is released.

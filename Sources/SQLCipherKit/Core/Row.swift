@@ -220,7 +220,7 @@ extension Row: CustomStringConvertible {
 /// resets its statement when it is exhausted, when an error occurs, and when it is released early, so no read
 /// transaction is left open behind the caller's back. A new cursor over the same statement ends this one: it then
 /// returns no more rows and no longer resets the statement.
-public final class RowCursor {
+public final class RowCursor: DatabaseCursor {
     /// The statement the cursor steps.
     public let statement: Statement
 
@@ -277,24 +277,6 @@ public final class RowCursor {
         isDone = true
         sqlite3_reset(statement.sqliteStatement)
         return nil
-    }
-
-    /// Calls `body` for each remaining row.
-    @inlinable
-    public func forEach(_ body: (Row) throws -> Void) throws {
-        while let row = try next() {
-            try body(row)
-        }
-    }
-
-    /// The remaining rows, transformed.
-    @inlinable
-    public func map<T>(_ transform: (Row) throws -> T) throws -> [T] {
-        var result: [T] = []
-        while let row = try next() {
-            result.append(try transform(row))
-        }
-        return result
     }
 }
 
