@@ -206,25 +206,35 @@ public enum KeyRotation {
         let resolvedPath = realPath(request.path) ?? request.path
         let requestedPath = request.path
         request.path = resolvedPath
+        // Everything that opens the file, the probe of which key opens it after a failure included, happens within
+        // the turn: a probe after the turn is released would make the next rotation see this process holding the file.
         do {
-            try refuseUnsaltedPlaintextHeaderKey(request)
-            try withRotationTurn(request) {
-                switch request.method {
-                case .copy:
-                    backupPath = try rotateByCopy(request, progress: progress)
-                case .inPlace:
-                    backupPath = try rotateInPlace(request)
+            return try withRotationTurn(request) {
+                do {
+                    try refuseUnsaltedPlaintextHeaderKey(request)
+                    switch request.method {
+                    case .copy:
+                        backupPath = try rotateByCopy(request, progress: progress)
+                    case .inPlace:
+                        backupPath = try rotateInPlace(request)
+                    }
+                    try verifyRotated(request)
+                    return RotationResult(
+                        path: requestedPath, resolvedPath: resolvedPath, method: request.method, error: nil,
+                        keyState: .new, backupPath: backupPath, duration: clock.now - start)
+                } catch {
+                    return RotationResult(
+                        path: requestedPath, resolvedPath: resolvedPath, method: request.method,
+                        error: asDatabaseError(error), keyState: keyState(of: request), backupPath: backupPath,
+                        duration: clock.now - start)
                 }
-                try verifyRotated(request)
             }
-            return RotationResult(
-                path: requestedPath, resolvedPath: resolvedPath, method: request.method, error: nil, keyState: .new,
-                backupPath: backupPath, duration: clock.now - start)
         } catch {
-            let state = keyState(of: request)
+            // No turn within the lock timeout: another rotation is at work on this folder, and probing the file now
+            // would disturb it.
             return RotationResult(
                 path: requestedPath, resolvedPath: resolvedPath, method: request.method,
-                error: asDatabaseError(error), keyState: state, backupPath: backupPath, duration: clock.now - start)
+                error: asDatabaseError(error), keyState: .locked, backupPath: nil, duration: clock.now - start)
         }
     }
 
@@ -237,7 +247,7 @@ public enum KeyRotation {
     /// folder is locked, not the database: a process waiting on the database file itself would count as holding it
     /// open. Where the folder cannot be opened (no read permission), rotation goes on without taking turns; the
     /// database's own lock and the open-file check still refuse a concurrent run.
-    private static func withRotationTurn(_ request: RotationRequest, _ body: () throws -> Void) throws {
+    private static func withRotationTurn<T>(_ request: RotationRequest, _ body: () throws -> T) throws -> T {
         let folder = parentFolder(of: request.path)
         let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { return try body() }
@@ -253,7 +263,7 @@ public enum KeyRotation {
             }
             usleep(5_000)
         }
-        try body()
+        return try body()
     }
 
     /// A plaintext-header database does not store its salt: a new key without one would leave a file that only
