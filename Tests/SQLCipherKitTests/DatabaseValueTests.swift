@@ -39,8 +39,70 @@ private enum Priority: Int, DatabaseValueConvertible {
     case low = 1, high = 9
 }
 
+/// A value type conformed the way a user would: two requirements, no C pointer.
+private struct Cents: DatabaseValueConvertible, Equatable {
+    var value: Int64
+    var databaseValue: DatabaseValue { .integer(value) }
+    static func fromDatabaseValue(_ databaseValue: DatabaseValue) -> Cents? {
+        guard case .integer(let value) = databaseValue else { return nil }
+        return Cents(value: value)
+    }
+}
+
+/// A type that binds in place and refuses some values through `bind(to:)`, and reads through `decode(from:)`.
+private struct Tag: DatabaseValueConvertible, Equatable {
+    var bytes: [UInt8]
+    var databaseValue: DatabaseValue { .blob(bytes) }
+    static func fromDatabaseValue(_ databaseValue: DatabaseValue) -> Tag? {
+        guard case .blob(let bytes) = databaseValue else { return nil }
+        return Tag(bytes: bytes)
+    }
+    static func decode(from column: DatabaseColumn) -> Tag? {
+        column.isNull ? nil : fromDatabaseValue(column.databaseValue)
+    }
+    func bind(to parameter: DatabaseParameter) -> ResultCode {
+        guard bytes.count <= 4 else { return DatabaseError.SQLITE_TOOBIG }
+        return bytes.withUnsafeBytes { parameter.bindBlob($0) }
+    }
+}
+
 @Suite("DatabaseValue and conversions")
 struct DatabaseValueTests {
+    // MARK: - Conforming types
+
+    @Test("a type conformed with databaseValue and fromDatabaseValue alone round-trips, strictly, in every binding form")
+    func userConformance() throws {
+        let f = try Fixture()
+        #expect(try f.roundTrip(Cents(value: 1999), as: Cents.self) == Cents(value: 1999))
+        #expect(try f.storageClass(of: Cents(value: 1)) == "integer")
+        try f.db.execute("INSERT INTO v(x) VALUES (?), (?)", arguments: [Cents(value: 2), Cents(value: 3)])
+        #expect(try f.db.scalar("SELECT sum(x) FROM v", as: Int64.self) == 1999 + 2 + 3)
+        expectError(.valueConversion) { try f.read("'12'", as: Cents.self) }
+        #expect(try f.read("NULL", as: Cents?.self) == .some(nil))
+        let rows = try f.db.cursor("SELECT x FROM v ORDER BY x")
+        var read: [Cents] = []
+        while let row = try rows.next() { read.append(try row[0]) }
+        #expect(read == [Cents(value: 2), Cents(value: 3), Cents(value: 1999)])
+    }
+
+    @Test("bind(to:) can refuse a value: invalidArgument with its code, and nothing is stored")
+    func customBindRefuses() throws {
+        let f = try Fixture()
+        try f.db.execute("CREATE TABLE t(x)")
+        try f.db.execute("INSERT INTO t(x) VALUES (?)", Tag(bytes: [1, 2]))
+        let error = expectError(.invalidArgument) {
+            try f.db.execute("INSERT INTO t(x) VALUES (?)", Tag(bytes: [1, 2, 3, 4, 5]))
+        }
+        #expect(error?.extendedResultCode == DatabaseError.SQLITE_TOOBIG)
+        expectError(.invalidArgument) { try f.db.execute("INSERT INTO t(x) VALUES (?)", arguments: [Tag(bytes: [9, 9, 9, 9, 9])]) }
+        expectError(.invalidArgument) { try f.db.execute("INSERT INTO t(x) VALUES (?)", Tag?.some(Tag(bytes: [0, 0, 0, 0, 0]))) }
+        #expect(try f.db.scalar("SELECT count(*) FROM t", as: Int.self) == 1)
+        #expect(try f.db.scalar("SELECT hex(x) FROM t", as: String.self) == "0102")
+        #expect(try f.db.scalar("SELECT x FROM t", as: Tag.self) == Tag(bytes: [1, 2]))
+        #expect(try f.db.scalar("SELECT NULL", as: Tag?.self) == .some(nil))
+        expectError(.valueConversion) { try f.db.scalar("SELECT 'text'", as: Tag.self) }
+    }
+
     // MARK: - DatabaseValue
 
     @Test("each storage class round-trips through DatabaseValue", arguments: [

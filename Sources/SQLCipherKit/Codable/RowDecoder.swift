@@ -159,7 +159,7 @@ final class RowDecodingContext {
     @inline(__always)
     func read<Value: DatabaseValueConvertible>(_ type: Value.Type, at index: Int) -> Value? {
         if let sqliteStatement {
-            return Value.decode(sqliteStatement: sqliteStatement, column: CInt(index))
+            return Value.decode(from: DatabaseColumn(sqliteStatement, CInt(index)))
         }
         return Value.fromDatabaseValue(values[index])
     }

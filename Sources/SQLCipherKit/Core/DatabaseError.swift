@@ -16,6 +16,7 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConv
     public let rawValue: CInt
 
     /// Creates a result code from SQLite's numeric value.
+    @inlinable
     public init(rawValue: CInt) {
         self.rawValue = rawValue
     }

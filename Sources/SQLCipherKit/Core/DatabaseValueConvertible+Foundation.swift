@@ -18,9 +18,10 @@ extension Data: DatabaseValueConvertible {
         [UInt8].fromDatabaseValue(databaseValue).map { Data($0) }
     }
 
-    /// Binds a BLOB (empty data binds an empty BLOB, not NULL).
-    public func bind(sqliteStatement: OpaquePointer, index: CInt) -> CInt {
-        withUnsafeBytes { DatabaseValue.bindBlob($0, to: sqliteStatement, at: index) }
+    /// Binds a BLOB from the data's bytes, without copying them into a ``DatabaseValue`` first (empty data binds an
+    /// empty BLOB, not NULL).
+    public func bind(to parameter: DatabaseParameter) -> ResultCode {
+        withUnsafeBytes { parameter.bindBlob($0) }
     }
 }
 

@@ -20,31 +20,105 @@ public protocol DatabaseValueConvertible {
     /// Converts a stored value, or returns `nil` when the value cannot be represented as `Self`.
     static func fromDatabaseValue(_ databaseValue: DatabaseValue) -> Self?
 
-    /// Reads a column of the current row of a statement, or returns `nil` when it cannot be represented as `Self`.
+    /// Reads the value from a column of the current row, or returns `nil` when it cannot be represented as `Self`.
     ///
-    /// The default implementation goes through ``fromDatabaseValue(_:)``; the standard types read the column
-    /// directly to avoid the intermediate value.
-    static func decode(sqliteStatement: OpaquePointer, column: CInt) -> Self?
+    /// The default implementation converts the column's ``DatabaseColumn/databaseValue`` with
+    /// ``fromDatabaseValue(_:)``, which is what a conforming type almost always wants. The standard types implement it
+    /// to read the column without building a ``DatabaseValue``: it is the hot path of every fetch.
+    static func decode(from column: DatabaseColumn) -> Self?
 
     /// Binds the value to a statement parameter and returns SQLite's result code.
     ///
-    /// The default implementation binds ``databaseValue``; the standard types bind directly.
-    func bind(sqliteStatement: OpaquePointer, index: CInt) -> CInt
+    /// The default implementation binds ``databaseValue``. Implement it to bind without building a ``DatabaseValue``
+    /// (`Data` binds its bytes in place), or to refuse a value that cannot be stored exactly: any code other than
+    /// ``DatabaseError/SQLITE_OK`` fails the bind with ``DatabaseError/invalidArgument`` (`UInt64` above
+    /// `Int64.max` returns ``DatabaseError/SQLITE_TOOBIG``).
+    func bind(to parameter: DatabaseParameter) -> ResultCode
 }
 
 extension DatabaseValueConvertible {
-    /// Reads the column as a ``DatabaseValue`` and converts it.
+    /// Converts the column's ``DatabaseColumn/databaseValue`` with ``fromDatabaseValue(_:)``.
     @inlinable
-    public static func decode(sqliteStatement: OpaquePointer, column: CInt) -> Self? {
-        fromDatabaseValue(DatabaseValue(sqliteStatement: sqliteStatement, column: column))
+    public static func decode(from column: DatabaseColumn) -> Self? {
+        fromDatabaseValue(column.databaseValue)
     }
 
     /// Binds ``databaseValue``.
     @inlinable
-    public func bind(sqliteStatement: OpaquePointer, index: CInt) -> CInt {
-        databaseValue.bind(to: sqliteStatement, at: index)
+    public func bind(to parameter: DatabaseParameter) -> ResultCode {
+        parameter.bind(databaseValue)
     }
 }
+
+/// A column of a statement's current row, read in place: what ``DatabaseValueConvertible/decode(from:)`` reads.
+///
+/// Valid only during that call: the row it reads changes when the statement steps.
+public struct DatabaseColumn {
+    @usableFromInline
+    let sqliteStatement: OpaquePointer
+
+    @usableFromInline
+    let column: CInt
+
+    @inlinable
+    init(_ sqliteStatement: OpaquePointer, _ column: CInt) {
+        self.sqliteStatement = sqliteStatement
+        self.column = column
+    }
+
+    /// The 0-based column index.
+    public var index: Int { Int(column) }
+
+    /// The column's value, copied out of the row.
+    @inlinable
+    public var databaseValue: DatabaseValue {
+        DatabaseValue(sqliteStatement: sqliteStatement, column: column)
+    }
+
+    /// `true` when the column holds NULL.
+    @inlinable
+    public var isNull: Bool {
+        sqlite3_column_type(sqliteStatement, column) == SQLITE_NULL
+    }
+}
+
+@available(*, unavailable, message: "A column is read during a decode call, on its connection's thread.")
+extension DatabaseColumn: Sendable {}
+
+/// A statement parameter about to be bound: what ``DatabaseValueConvertible/bind(to:)`` binds.
+///
+/// Valid only during that call.
+public struct DatabaseParameter {
+    @usableFromInline
+    let sqliteStatement: OpaquePointer
+
+    @usableFromInline
+    let parameter: CInt
+
+    @inlinable
+    init(_ sqliteStatement: OpaquePointer, _ parameter: CInt) {
+        self.sqliteStatement = sqliteStatement
+        self.parameter = parameter
+    }
+
+    /// The 1-based parameter index.
+    public var index: Int { Int(parameter) }
+
+    /// Binds a value.
+    @inlinable
+    public func bind(_ value: DatabaseValue) -> ResultCode {
+        ResultCode(rawValue: value.bind(to: sqliteStatement, at: parameter))
+    }
+
+    /// Binds bytes as a BLOB (SQLite copies them; an empty buffer binds an empty BLOB, not NULL).
+    @inlinable
+    public func bindBlob(_ bytes: UnsafeRawBufferPointer) -> ResultCode {
+        ResultCode(rawValue: DatabaseValue.bindBlob(bytes, to: sqliteStatement, at: parameter))
+    }
+}
+
+@available(*, unavailable, message: "A parameter is bound during a bind call, on its connection's thread.")
+extension DatabaseParameter: Sendable {}
 
 extension DatabaseValueConvertible where Self: RawRepresentable, RawValue: DatabaseValueConvertible {
     /// The raw value's database value.
@@ -91,17 +165,17 @@ extension Optional: DatabaseValueConvertible where Wrapped: DatabaseValueConvert
 
     /// `.some(nil)` for NULL; the wrapped type's reading otherwise.
     @inlinable
-    public static func decode(sqliteStatement: OpaquePointer, column: CInt) -> Self? {
-        if sqlite3_column_type(sqliteStatement, column) == SQLITE_NULL { return .some(nil) }
-        return Wrapped.decode(sqliteStatement: sqliteStatement, column: column).map { .some($0) }
+    public static func decode(from column: DatabaseColumn) -> Self? {
+        if column.isNull { return .some(nil) }
+        return Wrapped.decode(from: column).map { .some($0) }
     }
 
     /// Binds NULL for `nil`, the wrapped value otherwise.
     @inlinable
-    public func bind(sqliteStatement: OpaquePointer, index: CInt) -> CInt {
+    public func bind(to parameter: DatabaseParameter) -> ResultCode {
         switch self {
-        case .none: sqlite3_bind_null(sqliteStatement, index)
-        case .some(let wrapped): wrapped.bind(sqliteStatement: sqliteStatement, index: index)
+        case .none: ResultCode(rawValue: sqlite3_bind_null(parameter.sqliteStatement, parameter.parameter))
+        case .some(let wrapped): wrapped.bind(to: parameter)
         }
     }
 }
@@ -132,7 +206,8 @@ extension DatabaseInteger {
     /// Reads an INTEGER column directly.
     @inlinable
     @inline(__always)
-    public static func decode(sqliteStatement: OpaquePointer, column: CInt) -> Self? {
+    public static func decode(from source: DatabaseColumn) -> Self? {
+        let sqliteStatement = source.sqliteStatement, column = source.column
         // One column lookup instead of two (column_type + column_int64). The value is "unprotected", which
         // sqlite.org/c3ref/value.html allows here: connections are opened with SQLITE_OPEN_NOMUTEX and used from
         // one thread.
@@ -144,8 +219,8 @@ extension DatabaseInteger {
 
     /// Binds an INTEGER.
     @inlinable
-    public func bind(sqliteStatement: OpaquePointer, index: CInt) -> CInt {
-        sqlite3_bind_int64(sqliteStatement, index, Int64(self))
+    public func bind(to parameter: DatabaseParameter) -> ResultCode {
+        ResultCode(rawValue: sqlite3_bind_int64(parameter.sqliteStatement, parameter.parameter, Int64(self)))
     }
 }
 
@@ -161,7 +236,8 @@ extension Int64: DatabaseInteger {
     /// Reads an INTEGER column directly: the hot path of most fetches.
     @inlinable
     @inline(__always)
-    public static func decode(sqliteStatement: OpaquePointer, column: CInt) -> Int64? {
+    public static func decode(from source: DatabaseColumn) -> Int64? {
+        let sqliteStatement = source.sqliteStatement, column = source.column
         // See DatabaseInteger.decode for why the unprotected value is safe.
         if let value = sqlite3_column_value(sqliteStatement, column), sqlite3_value_type(value) == SQLITE_INTEGER {
             return sqlite3_value_int64(value)
@@ -184,9 +260,9 @@ extension DatabaseUnsignedInteger64 {
 
     /// Binds an INTEGER, or returns `SQLITE_TOOBIG` when the value exceeds `Int64.max`.
     @inlinable
-    public func bind(sqliteStatement: OpaquePointer, index: CInt) -> CInt {
-        guard let value = Int64(exactly: self) else { return SQLITE_TOOBIG }
-        return sqlite3_bind_int64(sqliteStatement, index, value)
+    public func bind(to parameter: DatabaseParameter) -> ResultCode {
+        guard let value = Int64(exactly: self) else { return DatabaseError.SQLITE_TOOBIG }
+        return ResultCode(rawValue: sqlite3_bind_int64(parameter.sqliteStatement, parameter.parameter, value))
     }
 }
 
@@ -229,17 +305,17 @@ extension Double: DatabaseValueConvertible {
 
     /// Reads a REAL or INTEGER column directly.
     @inlinable
-    public static func decode(sqliteStatement: OpaquePointer, column: CInt) -> Double? {
-        switch sqlite3_column_type(sqliteStatement, column) {
-        case SQLITE_FLOAT, SQLITE_INTEGER: sqlite3_column_double(sqliteStatement, column)
+    public static func decode(from column: DatabaseColumn) -> Double? {
+        switch sqlite3_column_type(column.sqliteStatement, column.column) {
+        case SQLITE_FLOAT, SQLITE_INTEGER: sqlite3_column_double(column.sqliteStatement, column.column)
         default: nil
         }
     }
 
     /// Binds a REAL.
     @inlinable
-    public func bind(sqliteStatement: OpaquePointer, index: CInt) -> CInt {
-        sqlite3_bind_double(sqliteStatement, index, self)
+    public func bind(to parameter: DatabaseParameter) -> ResultCode {
+        ResultCode(rawValue: sqlite3_bind_double(parameter.sqliteStatement, parameter.parameter, self))
     }
 }
 
@@ -279,15 +355,15 @@ extension String: DatabaseValueConvertible {
 
     /// Reads a TEXT column directly.
     @inlinable
-    public static func decode(sqliteStatement: OpaquePointer, column: CInt) -> String? {
-        guard sqlite3_column_type(sqliteStatement, column) == SQLITE_TEXT else { return nil }
-        return DatabaseValue.text(sqliteStatement, column)
+    public static func decode(from column: DatabaseColumn) -> String? {
+        guard sqlite3_column_type(column.sqliteStatement, column.column) == SQLITE_TEXT else { return nil }
+        return DatabaseValue.text(column.sqliteStatement, column.column)
     }
 
     /// Binds TEXT.
     @inlinable
-    public func bind(sqliteStatement: OpaquePointer, index: CInt) -> CInt {
-        DatabaseValue.bindText(self, to: sqliteStatement, at: index)
+    public func bind(to parameter: DatabaseParameter) -> ResultCode {
+        ResultCode(rawValue: DatabaseValue.bindText(self, to: parameter.sqliteStatement, at: parameter.parameter))
     }
 }
 
@@ -312,7 +388,7 @@ extension Array: DatabaseValueConvertible where Element == UInt8 {
 
     /// Binds a BLOB (an empty array binds an empty BLOB, not NULL).
     @inlinable
-    public func bind(sqliteStatement: OpaquePointer, index: CInt) -> CInt {
-        withUnsafeBytes { DatabaseValue.bindBlob($0, to: sqliteStatement, at: index) }
+    public func bind(to parameter: DatabaseParameter) -> ResultCode {
+        withUnsafeBytes { parameter.bindBlob($0) }
     }
 }

@@ -99,7 +99,7 @@ public struct Row {
             let decoded: Value?
             if let sqliteStatement {
                 guard handle.isOpen else { throw DatabaseError.closed(sql: statement.sql) }
-                decoded = Value.decode(sqliteStatement: sqliteStatement, column: CInt(index))
+                decoded = Value.decode(from: DatabaseColumn(sqliteStatement, CInt(index)))
             } else if case .values(let copied) = storage {
                 decoded = Value.fromDatabaseValue(copied.values[index])
             } else {

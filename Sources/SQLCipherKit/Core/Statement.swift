@@ -355,7 +355,7 @@ public final class Statement {
     @inlinable
     @inline(__always)
     func bindChecked(_ value: some DatabaseValueConvertible, at index: CInt) throws(DatabaseError) {
-        let code = value.bind(sqliteStatement: sqliteStatement, index: index)
+        let code = value.bind(to: DatabaseParameter(sqliteStatement, index)).rawValue
         if code != SQLITE_OK { throw bindError(code: code, index: index) }
     }
 

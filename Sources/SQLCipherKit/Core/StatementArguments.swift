@@ -54,8 +54,12 @@ struct AnyDatabaseValueConvertible: DatabaseValueConvertible {
         AnyDatabaseValueConvertible(databaseValue)
     }
 
-    func bind(sqliteStatement: OpaquePointer, index: CInt) -> CInt {
-        guard let base else { return sqlite3_bind_null(sqliteStatement, index) }
-        return base.bind(sqliteStatement: sqliteStatement, index: index)
+    /// Binds NULL, or the boxed value through its own ``DatabaseValueConvertible/bind(to:)``.
+    func bind(to parameter: DatabaseParameter) -> ResultCode {
+        guard let base else {
+            return ResultCode(rawValue: sqlite3_bind_null(parameter.sqliteStatement, parameter.parameter))
+        }
+        return base.bind(to: parameter)
     }
 }
+

@@ -433,8 +433,8 @@ extension Connection {
     func pragmaText(_ name: String) throws -> String? {
         let statement = try prepare("PRAGMA \(name)")
         guard try statement.step() else { return nil }
-        return String.decode(sqliteStatement: statement.sqliteStatement, column: 0)
-            ?? Int64.decode(sqliteStatement: statement.sqliteStatement, column: 0).map { String($0) }
+        let column = DatabaseColumn(statement.sqliteStatement, 0)
+        return String.decode(from: column) ?? Int64.decode(from: column).map { String($0) }
     }
 
     /// Reads a PRAGMA's first value as an integer.
