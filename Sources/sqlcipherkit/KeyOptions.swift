@@ -197,10 +197,10 @@ struct CipherOptions: ParsableArguments {
     var hmac: Bool?
 
     @Option(help: ArgumentHelp("cipher_kdf_algorithm (SQLCipher 4; SQLCipher 3 has sha1 only).", valueName: "algorithm"))
-    var kdfAlgorithm: KDFAlgorithmArgument?
+    var kdfAlgorithm: CipherSettings.KDFAlgorithm?
 
     @Option(help: ArgumentHelp("cipher_hmac_algorithm (SQLCipher 4; SQLCipher 3 has sha1 only).", valueName: "algorithm"))
-    var hmacAlgorithm: HMACAlgorithmArgument?
+    var hmacAlgorithm: CipherSettings.HMACAlgorithm?
 
     @Option(
         help: ArgumentHelp(
@@ -221,7 +221,7 @@ struct CipherOptions: ParsableArguments {
         name: .customLong("hmac-pgno"),
         help: ArgumentHelp("cipher_hmac_pgno: le is the default; be for SQLCipher 2.0 big-endian files.",
                            valueName: "le|be|native"))
-    var hmacPageNumberEncoding: HMACPageNumberArgument?
+    var hmacPageNumberEncoding: CipherSettings.HMACPageNumberEncoding?
 
     @Option(
         name: .customLong("fast-kdf-iterations"),
@@ -288,9 +288,9 @@ struct CipherOptions: ParsableArguments {
         if let pageSize { settings.pageSize = pageSize }
         if let kdfIterations { settings.kdfIterations = kdfIterations }
         if let hmac { settings.usesHMAC = hmac }
-        if let kdfAlgorithm { settings.kdfAlgorithm = kdfAlgorithm.algorithm }
-        if let hmacAlgorithm { settings.hmacAlgorithm = hmacAlgorithm.algorithm }
-        if let hmacPageNumberEncoding { settings.hmacPageNumberEncoding = hmacPageNumberEncoding.encoding }
+        if let kdfAlgorithm { settings.kdfAlgorithm = kdfAlgorithm }
+        if let hmacAlgorithm { settings.hmacAlgorithm = hmacAlgorithm }
+        if let hmacPageNumberEncoding { settings.hmacPageNumberEncoding = hmacPageNumberEncoding }
         if let fastKDFIterations { settings.fastKDFIterations = fastKDFIterations }
         if let mask = hmacSaltMaskValue { settings.hmacSaltMask = mask }
         if let saltFile { settings.salt = try SaltFile.read(saltFile) }
@@ -321,83 +321,52 @@ struct CipherOptions: ParsableArguments {
         if let pageSize = settings.pageSize { flags += ["--page-size", "\(pageSize)"] }
         if let iterations = settings.kdfIterations { flags += ["--kdf-iterations", "\(iterations)"] }
         if let usesHMAC = settings.usesHMAC { flags.append(usesHMAC ? "--hmac" : "--no-hmac") }
-        if let algorithm = settings.kdfAlgorithm { flags += ["--kdf-algorithm", KDFAlgorithmArgument(algorithm).rawValue] }
+        if let algorithm = settings.kdfAlgorithm { flags += ["--kdf-algorithm", algorithm.argumentName] }
         if let algorithm = settings.hmacAlgorithm {
-            flags += ["--hmac-algorithm", HMACAlgorithmArgument(algorithm).rawValue]
+            flags += ["--hmac-algorithm", algorithm.argumentName]
         }
         if let size = settings.plaintextHeaderSize { flags += ["--plaintext-header-size", "\(size)"] }
         return flags
     }
 }
 
-/// `--kdf-algorithm`.
-enum KDFAlgorithmArgument: String, ExpressibleByArgument, CaseIterable {
-    case sha1, sha256, sha512
+// MARK: - The library's cipher settings as arguments
 
-    init(_ algorithm: CipherSettings.KDFAlgorithm) {
-        switch algorithm {
-        case .pbkdf2HMACSHA1: self = .sha1
-        case .pbkdf2HMACSHA256: self = .sha256
-        case .pbkdf2HMACSHA512: self = .sha512
-        }
-    }
+/// An algorithm option's value: the hash's name (`sha1`, `sha256`, `sha512`), or the engine's own name for it
+/// (`pbkdf2_hmac_sha256`, `hmac_sha256`), in either case.
+protocol AlgorithmArgument: CaseIterable, RawRepresentable<String> {
+    /// What the engine's name adds before the hash's name (`PBKDF2_HMAC_`).
+    static var enginePrefix: String { get }
+}
 
-    init?(argument: String) {
-        let text = argument.lowercased()
-        guard let value = Self.allCases.first(where: { text == $0.rawValue || text == "pbkdf2_hmac_\($0.rawValue)" })
+extension AlgorithmArgument {
+    /// The hash's name, as the options take it and `info` suggests it.
+    var argumentName: String { String(rawValue.dropFirst(Self.enginePrefix.count)).lowercased() }
+
+    init?(argumentName text: String) {
+        let text = text.uppercased()
+        guard let value = Self.allCases.first(where: { text == $0.rawValue || Self.enginePrefix + text == $0.rawValue })
         else { return nil }
         self = value
     }
+}
 
-    var algorithm: CipherSettings.KDFAlgorithm {
-        switch self {
-        case .sha1: .pbkdf2HMACSHA1
-        case .sha256: .pbkdf2HMACSHA256
-        case .sha512: .pbkdf2HMACSHA512
-        }
-    }
+/// `--kdf-algorithm`.
+extension CipherSettings.KDFAlgorithm: AlgorithmArgument, ExpressibleByArgument {
+    static let enginePrefix = "PBKDF2_HMAC_"
+    public init?(argument: String) { self.init(argumentName: argument) }
+    public static var allValueStrings: [String] { allCases.map(\.argumentName) }
 }
 
 /// `--hmac-algorithm`.
-enum HMACAlgorithmArgument: String, ExpressibleByArgument, CaseIterable {
-    case sha1, sha256, sha512
-
-    init(_ algorithm: CipherSettings.HMACAlgorithm) {
-        switch algorithm {
-        case .hmacSHA1: self = .sha1
-        case .hmacSHA256: self = .sha256
-        case .hmacSHA512: self = .sha512
-        }
-    }
-
-    init?(argument: String) {
-        let text = argument.lowercased()
-        guard let value = Self.allCases.first(where: { text == $0.rawValue || text == "hmac_\($0.rawValue)" })
-        else { return nil }
-        self = value
-    }
-
-    var algorithm: CipherSettings.HMACAlgorithm {
-        switch self {
-        case .sha1: .hmacSHA1
-        case .sha256: .hmacSHA256
-        case .sha512: .hmacSHA512
-        }
-    }
+extension CipherSettings.HMACAlgorithm: AlgorithmArgument, ExpressibleByArgument {
+    static let enginePrefix = "HMAC_"
+    public init?(argument: String) { self.init(argumentName: argument) }
+    public static var allValueStrings: [String] { allCases.map(\.argumentName) }
 }
 
-/// `--hmac-pgno`.
-enum HMACPageNumberArgument: String, ExpressibleByArgument, CaseIterable {
-    case le, be, native
-
-    var encoding: CipherSettings.HMACPageNumberEncoding {
-        switch self {
-        case .le: .littleEndian
-        case .be: .bigEndian
-        case .native: .native
-        }
-    }
-}
+/// `--hmac-pgno`: `le`, `be` or `native`, the setting's own values.
+extension CipherSettings.HMACPageNumberEncoding: ExpressibleByArgument {}
 
 /// `--salt-file`: 32 hex digits (or `x'<32 hex>'`), one trailing newline allowed. The salt is not secret (a normal
 /// SQLCipher file stores it in its first 16 bytes), but the content is still never printed.
