@@ -394,19 +394,13 @@ enum SaltFile {
         if (text.hasPrefix("x'") || text.hasPrefix("X'")) && text.hasSuffix("'") && text.count >= 3 {
             text = String(text.dropFirst(2).dropLast())
         }
-        let digits = Array(text.utf8)
-        guard digits.count == 32 else {
+        guard text.utf8.count == 32 else {
             throw CommandFailure(
                 "the salt file \(shownPath) must hold 32 hex digits (16 bytes), optionally as x'<32 hex>'",
                 kind: "invalidSalt")
         }
-        var salt: [UInt8] = []
-        for index in stride(from: 0, to: 32, by: 2) {
-            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else {
-                throw CommandFailure(
-                    "the salt file \(shownPath) must hold 32 hex digits (16 bytes)", kind: "invalidSalt")
-            }
-            salt.append(byte)
+        guard let salt = CipherSettings.salt(hexDigits: text) else {
+            throw CommandFailure("the salt file \(shownPath) must hold 32 hex digits (16 bytes)", kind: "invalidSalt")
         }
         return salt
     }
