@@ -53,7 +53,7 @@ struct ExecCommand: OperatorCommand {
 
     func validate() throws {
         guard !sql.allSatisfy(\.isWhitespace) else { throw ValidationError("the SQL is empty") }
-        if plaintext && (key.givenSource != nil || !cipher.isEmpty) {
+        if plaintext && (key.isGiven || !cipher.isEmpty) {
             throw ValidationError("--plaintext opens an unencrypted database: give no key and no cipher option")
         }
     }

@@ -75,8 +75,8 @@ struct InfoCommand: OperatorCommand {
     static func probe(_ path: String, key: EncryptionKey) -> (DatabaseFileInspection, [String])? {
         let isVersion4 = SQLCipher.supports(.version4Format)
         var candidates: [CipherSettings] = (isVersion4 ? [3, 2, 1] : [2, 1]).map { CipherSettings(compatibility: $0) }
-        if isVersion4, let salt = key.salt {
-            candidates.append(.plaintextHeader(size: 32, salt: salt))
+        if isVersion4, key.salt != nil {
+            candidates.append(.plaintextHeader(size: 32))   // the salt comes with the key
         }
         for settings in candidates {
             if let found = try? DatabaseFileInspection.inspect(

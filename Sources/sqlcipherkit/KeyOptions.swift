@@ -9,20 +9,9 @@ import Darwin
 
 // MARK: - Key sources
 
-/// Where one key comes from. A key is never an argument value: argv is visible to every user of the machine.
-enum KeySource: Equatable {
-    /// A key file (mode 0600): `x'<64 hex>'`, `x'<96 hex>'` or a passphrase.
-    case file(String)
-    /// An environment variable holding the same text as a key file.
-    case environment(String)
-    /// Standard input, read to its end, holding the same text as a key file.
-    case standardInput
-    /// A passphrase typed at the terminal without echo.
-    case prompt
-}
-
 /// The options that give one key: `--<prefix>-file`, `--<prefix>-env`, `--<prefix>-stdin`. Each key a command needs
-/// has its own option group conforming to this protocol.
+/// has its own option group conforming to this protocol; the group produces the library's ``KeyProvider``, asked once
+/// per run. A key is never an argument value: argv is visible to every user of the machine.
 protocol KeySourceOptions: ParsableArguments {
     /// `key`, `new-key` or `dest-key`: the options' prefix.
     static var optionPrefix: String { get }
@@ -37,16 +26,25 @@ protocol KeySourceOptions: ParsableArguments {
 }
 
 extension KeySourceOptions {
-    var file: String? { files.first }
-    var environmentVariable: String? { environmentVariables.first }
-
-    /// The source given on the command line, `nil` when none was.
-    var givenSource: KeySource? {
-        if let file { return .file(file) }
-        if let environmentVariable { return .environment(environmentVariable) }
-        if readsStandardInput { return .standardInput }
+    /// The provider of the source given on the command line, `nil` when none was: a key file (mode 0600), an
+    /// environment variable or standard input, each in the key-file format. Nothing is read until it is asked.
+    var provider: KeyProvider? {
+        if let path = files.first { return .file(path) }
+        if let name = environmentVariables.first {
+            return .custom("environment variable \(KeyMaterialRedaction.shownVariableName(name))") {
+                try EncryptionKey(environmentVariable: name)
+            }
+        }
+        if readsStandardInput {
+            return .custom("standard input") {
+                try EncryptionKey(readingFileDescriptor: STDIN_FILENO, source: "standard input")
+            }
+        }
         return nil
     }
+
+    /// Whether an option of the group was given.
+    var isGiven: Bool { givenSourceCount > 0 }
 
     private var givenSourceCount: Int {
         files.count + environmentVariables.count + (readsStandardInput ? 1 : 0)
@@ -61,14 +59,14 @@ extension KeySourceOptions {
         guard givenSourceCount <= 1 else {
             throw ValidationError("give \(Self.keyName) once, with one of \(Self.optionList)")
         }
-        if file?.isEmpty == true {
+        if files.first?.isEmpty == true {
             throw ValidationError("--\(Self.optionPrefix)-file needs a path")
         }
-        if let name = environmentVariable {
+        if let name = environmentVariables.first {
             guard !name.isEmpty, !name.contains("=") else {
                 throw ValidationError("--\(Self.optionPrefix)-env needs the NAME of an environment variable")
             }
-            let shownName = EnvironmentName.shown(name)
+            let shownName = KeyMaterialRedaction.shownVariableName(name)
             guard let value = getenv(name) else {
                 throw ValidationError("the environment variable \(shownName) (\(Self.keyName)) is not set")
             }
@@ -78,25 +76,25 @@ extension KeySourceOptions {
         }
     }
 
-    /// For a key the command cannot do without: the given source, or a prompt when standard input is a terminal.
-    func requiredSource() throws -> KeySource {
-        if let givenSource { return givenSource }
-        guard Terminal.isStandardInputTerminal else {
-            throw ValidationError("\(Self.keyName) is missing: give it with \(Self.optionList)")
-        }
-        return .prompt
+    /// For a key the command cannot do without: a usage error when no option gives it and standard input is not a
+    /// terminal to ask on.
+    func requireSource() throws {
+        guard !isGiven, !Terminal.isStandardInputTerminal else { return }
+        throw ValidationError("\(Self.keyName) is missing: give it with \(Self.optionList)")
     }
 
-    /// Loads a required key (prompting when no source was given and standard input is a terminal).
+    /// Loads a required key: from the given source, or asked at the terminal when none was given.
     ///
     /// - Parameter confirm: Ask twice when prompting (for a key that is about to be set).
     func loadKey(confirm: Bool = false) throws -> EncryptionKey {
-        try KeyLoader.load(try requiredSource(), keyName: Self.keyName, confirm: confirm)
+        if let provider { return try provider.key() }
+        try requireSource()
+        return try Terminal.askKey(named: Self.keyName, confirm: confirm)
     }
 
     /// Loads an optional key: `nil` when no source was given (never prompts).
     func loadOptionalKey() throws -> EncryptionKey? {
-        try givenSource.map { try KeyLoader.load($0, keyName: Self.keyName, confirm: false) }
+        try provider?.key()
     }
 }
 
@@ -199,10 +197,10 @@ struct CipherOptions: ParsableArguments {
     var hmac: Bool?
 
     @Option(help: ArgumentHelp("cipher_kdf_algorithm (SQLCipher 4; SQLCipher 3 has sha1 only).", valueName: "algorithm"))
-    var kdfAlgorithm: KDFAlgorithmArgument?
+    var kdfAlgorithm: CipherSettings.KDFAlgorithm?
 
     @Option(help: ArgumentHelp("cipher_hmac_algorithm (SQLCipher 4; SQLCipher 3 has sha1 only).", valueName: "algorithm"))
-    var hmacAlgorithm: HMACAlgorithmArgument?
+    var hmacAlgorithm: CipherSettings.HMACAlgorithm?
 
     @Option(
         help: ArgumentHelp(
@@ -223,7 +221,7 @@ struct CipherOptions: ParsableArguments {
         name: .customLong("hmac-pgno"),
         help: ArgumentHelp("cipher_hmac_pgno: le is the default; be for SQLCipher 2.0 big-endian files.",
                            valueName: "le|be|native"))
-    var hmacPageNumberEncoding: HMACPageNumberArgument?
+    var hmacPageNumberEncoding: CipherSettings.HMACPageNumberEncoding?
 
     @Option(
         name: .customLong("fast-kdf-iterations"),
@@ -281,7 +279,7 @@ struct CipherOptions: ParsableArguments {
             ?? (SQLCipher.supports(.version4Format) ? 4096 : 1024)
     }
 
-    /// The settings for a database keyed with `key`.
+    /// The settings for a database keyed with `key` (which is only asked whether it carries a salt).
     func settings(for key: EncryptionKey) throws -> CipherSettings {
         var settings = compatibility.flatMap { CipherSettings.defaults(ofMajorVersion: $0) } ?? .engineDefault
         if compatibility == 4 && !SQLCipher.supports(.version4Format) {
@@ -290,15 +288,16 @@ struct CipherOptions: ParsableArguments {
         if let pageSize { settings.pageSize = pageSize }
         if let kdfIterations { settings.kdfIterations = kdfIterations }
         if let hmac { settings.usesHMAC = hmac }
-        if let kdfAlgorithm { settings.kdfAlgorithm = kdfAlgorithm.algorithm }
-        if let hmacAlgorithm { settings.hmacAlgorithm = hmacAlgorithm.algorithm }
-        if let hmacPageNumberEncoding { settings.hmacPageNumberEncoding = hmacPageNumberEncoding.encoding }
+        if let kdfAlgorithm { settings.kdfAlgorithm = kdfAlgorithm }
+        if let hmacAlgorithm { settings.hmacAlgorithm = hmacAlgorithm }
+        if let hmacPageNumberEncoding { settings.hmacPageNumberEncoding = hmacPageNumberEncoding }
         if let fastKDFIterations { settings.fastKDFIterations = fastKDFIterations }
         if let mask = hmacSaltMaskValue { settings.hmacSaltMask = mask }
         if let saltFile { settings.salt = try SaltFile.read(saltFile) }
         if let size = plaintextHeaderSize, size > 0 {
-            // The salt of a plaintext-header database is not in the file (Docs/EngineNotes.md#plaintext-header).
-            guard let salt = settings.salt ?? key.salt else {
+            // The salt of a plaintext-header database is not in the file (Docs/EngineNotes.md#plaintext-header). It
+            // stays where it was given: in the key (x'<96 hex>') or, from --salt-file, in the settings.
+            guard settings.salt != nil || key.salt != nil else {
                 throw CommandFailure(
                     "--plaintext-header-size needs the database salt, which such a file does not store: give it with"
                         + " --salt-file, or use a raw key with salt (x'<96 hex>', made by `sqlcipherkit keygen"
@@ -306,7 +305,6 @@ struct CipherOptions: ParsableArguments {
                     status: .usage, kind: "usage")
             }
             settings.plaintextHeaderSize = size
-            settings.salt = salt
         }
         return settings
     }
@@ -323,83 +321,52 @@ struct CipherOptions: ParsableArguments {
         if let pageSize = settings.pageSize { flags += ["--page-size", "\(pageSize)"] }
         if let iterations = settings.kdfIterations { flags += ["--kdf-iterations", "\(iterations)"] }
         if let usesHMAC = settings.usesHMAC { flags.append(usesHMAC ? "--hmac" : "--no-hmac") }
-        if let algorithm = settings.kdfAlgorithm { flags += ["--kdf-algorithm", KDFAlgorithmArgument(algorithm).rawValue] }
+        if let algorithm = settings.kdfAlgorithm { flags += ["--kdf-algorithm", algorithm.argumentName] }
         if let algorithm = settings.hmacAlgorithm {
-            flags += ["--hmac-algorithm", HMACAlgorithmArgument(algorithm).rawValue]
+            flags += ["--hmac-algorithm", algorithm.argumentName]
         }
         if let size = settings.plaintextHeaderSize { flags += ["--plaintext-header-size", "\(size)"] }
         return flags
     }
 }
 
-/// `--kdf-algorithm`.
-enum KDFAlgorithmArgument: String, ExpressibleByArgument, CaseIterable {
-    case sha1, sha256, sha512
+// MARK: - The library's cipher settings as arguments
 
-    init(_ algorithm: CipherSettings.KDFAlgorithm) {
-        switch algorithm {
-        case .pbkdf2HMACSHA1: self = .sha1
-        case .pbkdf2HMACSHA256: self = .sha256
-        case .pbkdf2HMACSHA512: self = .sha512
-        }
-    }
+/// An algorithm option's value: the hash's name (`sha1`, `sha256`, `sha512`), or the engine's own name for it
+/// (`pbkdf2_hmac_sha256`, `hmac_sha256`), in either case.
+protocol AlgorithmArgument: CaseIterable, RawRepresentable<String> {
+    /// What the engine's name adds before the hash's name (`PBKDF2_HMAC_`).
+    static var enginePrefix: String { get }
+}
 
-    init?(argument: String) {
-        let text = argument.lowercased()
-        guard let value = Self.allCases.first(where: { text == $0.rawValue || text == "pbkdf2_hmac_\($0.rawValue)" })
+extension AlgorithmArgument {
+    /// The hash's name, as the options take it and `info` suggests it.
+    var argumentName: String { String(rawValue.dropFirst(Self.enginePrefix.count)).lowercased() }
+
+    init?(argumentName text: String) {
+        let text = text.uppercased()
+        guard let value = Self.allCases.first(where: { text == $0.rawValue || Self.enginePrefix + text == $0.rawValue })
         else { return nil }
         self = value
     }
+}
 
-    var algorithm: CipherSettings.KDFAlgorithm {
-        switch self {
-        case .sha1: .pbkdf2HMACSHA1
-        case .sha256: .pbkdf2HMACSHA256
-        case .sha512: .pbkdf2HMACSHA512
-        }
-    }
+/// `--kdf-algorithm`.
+extension CipherSettings.KDFAlgorithm: AlgorithmArgument, ExpressibleByArgument {
+    static let enginePrefix = "PBKDF2_HMAC_"
+    public init?(argument: String) { self.init(argumentName: argument) }
+    public static var allValueStrings: [String] { allCases.map(\.argumentName) }
 }
 
 /// `--hmac-algorithm`.
-enum HMACAlgorithmArgument: String, ExpressibleByArgument, CaseIterable {
-    case sha1, sha256, sha512
-
-    init(_ algorithm: CipherSettings.HMACAlgorithm) {
-        switch algorithm {
-        case .hmacSHA1: self = .sha1
-        case .hmacSHA256: self = .sha256
-        case .hmacSHA512: self = .sha512
-        }
-    }
-
-    init?(argument: String) {
-        let text = argument.lowercased()
-        guard let value = Self.allCases.first(where: { text == $0.rawValue || text == "hmac_\($0.rawValue)" })
-        else { return nil }
-        self = value
-    }
-
-    var algorithm: CipherSettings.HMACAlgorithm {
-        switch self {
-        case .sha1: .hmacSHA1
-        case .sha256: .hmacSHA256
-        case .sha512: .hmacSHA512
-        }
-    }
+extension CipherSettings.HMACAlgorithm: AlgorithmArgument, ExpressibleByArgument {
+    static let enginePrefix = "HMAC_"
+    public init?(argument: String) { self.init(argumentName: argument) }
+    public static var allValueStrings: [String] { allCases.map(\.argumentName) }
 }
 
-/// `--hmac-pgno`.
-enum HMACPageNumberArgument: String, ExpressibleByArgument, CaseIterable {
-    case le, be, native
-
-    var encoding: CipherSettings.HMACPageNumberEncoding {
-        switch self {
-        case .le: .littleEndian
-        case .be: .bigEndian
-        case .native: .native
-        }
-    }
-}
+/// `--hmac-pgno`: `le`, `be` or `native`, the setting's own values.
+extension CipherSettings.HMACPageNumberEncoding: ExpressibleByArgument {}
 
 /// `--salt-file`: 32 hex digits (or `x'<32 hex>'`), one trailing newline allowed. The salt is not secret (a normal
 /// SQLCipher file stores it in its first 16 bytes), but the content is still never printed.
@@ -427,68 +394,15 @@ enum SaltFile {
         if (text.hasPrefix("x'") || text.hasPrefix("X'")) && text.hasSuffix("'") && text.count >= 3 {
             text = String(text.dropFirst(2).dropLast())
         }
-        let digits = Array(text.utf8)
-        guard digits.count == 32 else {
+        guard text.utf8.count == 32 else {
             throw CommandFailure(
                 "the salt file \(shownPath) must hold 32 hex digits (16 bytes), optionally as x'<32 hex>'",
                 kind: "invalidSalt")
         }
-        var salt: [UInt8] = []
-        for index in stride(from: 0, to: 32, by: 2) {
-            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else {
-                throw CommandFailure(
-                    "the salt file \(shownPath) must hold 32 hex digits (16 bytes)", kind: "invalidSalt")
-            }
-            salt.append(byte)
+        guard let salt = CipherSettings.salt(hexDigits: text) else {
+            throw CommandFailure("the salt file \(shownPath) must hold 32 hex digits (16 bytes)", kind: "invalidSalt")
         }
         return salt
-    }
-}
-
-// MARK: - Loading
-
-enum KeyLoader {
-    static func load(_ source: KeySource, keyName: String, confirm: Bool) throws -> EncryptionKey {
-        switch source {
-        case .file(let path):
-            return try EncryptionKey(contentsOf: path)
-        case .environment(let name):
-            // Read in place from the environment block: no Swift String copy of the key.
-            let shownName = EnvironmentName.shown(name)
-            guard let value = getenv(name), value.pointee != 0 else {
-                throw CommandFailure("the environment variable \(shownName) is not set or empty", status: .usage)
-            }
-            return try EncryptionKey(
-                keyText: UnsafeRawBufferPointer(start: value, count: strlen(value)),
-                source: "environment variable \(shownName)")
-        case .standardInput:
-            return try EncryptionKey(readingFileDescriptor: STDIN_FILENO, source: "standard input")
-        case .prompt:
-            let key = try Terminal.readSecretLine(prompt: "Enter \(keyName): ", keyName: keyName)
-            if confirm {
-                let again = try Terminal.readSecretLine(prompt: "Enter \(keyName) again: ", keyName: keyName)
-                guard key.isSameKey(as: again) else {
-                    throw CommandFailure("the two entries of \(keyName) differ; nothing was done", status: .usage)
-                }
-            }
-            return key
-        }
-    }
-}
-
-/// An environment variable's name as messages show it: only a well-formed name (letters, digits, `_`, not starting
-/// with a digit) that does not look like key material; anything else is probably a key typed where the name belongs.
-enum EnvironmentName {
-    static func isWellFormed(_ name: String) -> Bool {
-        guard let first = name.utf8.first, !(48...57).contains(first) else { return false }
-        return name.utf8.allSatisfy { byte in
-            byte == UInt8(ascii: "_") || (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte)
-        }
-    }
-
-    static func shown(_ name: String) -> String {
-        isWellFormed(name) && !KeyMaterialRedaction.looksLikeKey(name)
-            ? name : "(the name given is not shown: it is not a variable name and may be key material)"
     }
 }
 
@@ -498,8 +412,20 @@ enum Terminal {
         Output.capture == nil && isatty(STDIN_FILENO) == 1
     }
 
-    /// Prints `prompt` on standard error, turns echo off, reads one line into a wiped buffer.
-    static func readSecretLine(prompt: String, keyName: String) throws -> EncryptionKey {
+    /// Asks for a key without echo; twice when `confirm` is set, and the two entries must be the same.
+    static func askKey(named keyName: String, confirm: Bool) throws -> EncryptionKey {
+        let key = try readSecretLine(prompt: "Enter \(keyName): ", keyName: keyName)
+        if confirm {
+            let again = try readSecretLine(prompt: "Enter \(keyName) again: ", keyName: keyName)
+            guard key.isSameKey(as: again) else {
+                throw CommandFailure("the two entries of \(keyName) differ; nothing was done", status: .usage)
+            }
+        }
+        return key
+    }
+
+    /// Prints `prompt` on standard error, turns echo off, reads one line straight into a wiped buffer.
+    private static func readSecretLine(prompt: String, keyName: String) throws -> EncryptionKey {
         var saved = termios()
         guard tcgetattr(STDIN_FILENO, &saved) == 0 else {
             throw CommandFailure("cannot read \(keyName) from the terminal: \(String(cString: strerror(errno)))")
@@ -514,29 +440,6 @@ enum Terminal {
             tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
             Output.write("\n", toStandardError: true)
         }
-        let capacity = EncryptionKey.maximumKeyFileByteCount
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 1)
-        defer {
-            wipe(buffer)
-            buffer.deallocate()
-        }
-        var count = 0
-        while count < capacity {
-            let result = read(STDIN_FILENO, buffer.baseAddress! + count, 1)
-            if result < 0 && errno == EINTR { continue }
-            if result <= 0 || buffer[count] == UInt8(ascii: "\n") { break }
-            count += 1
-        }
-        return try EncryptionKey(
-            keyText: UnsafeRawBufferPointer(rebasing: buffer[0..<count]), source: "the terminal")
-    }
-
-    private static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
-        guard let base = buffer.baseAddress else { return }
-        #if canImport(Glibc)
-        explicit_bzero(base, buffer.count)
-        #else
-        _ = memset_s(base, buffer.count, 0, buffer.count)
-        #endif
+        return try EncryptionKey(readingLineFrom: STDIN_FILENO, source: "the terminal")
     }
 }

@@ -49,7 +49,7 @@ struct RotateCommand: OperatorCommand {
     var cipher: CipherOptions
 
     @Option(help: ArgumentHelp("copy (default) or in-place.", valueName: "method"))
-    var method: MethodArgument = .copy
+    var method: RotationMethod = .copy
 
     @Option(
         name: .customLong("backup-dir"),
@@ -89,18 +89,23 @@ struct RotateCommand: OperatorCommand {
 
     func run() throws {
         // Both keys must have a source before either is read (a missing one is a usage error).
-        _ = try key.requiredSource()
-        _ = try newKey.requiredSource()
+        try key.requireSource()
+        try newKey.requireSource()
         let oldKey = try key.loadKey()
         let newKey = try newKey.loadKey(confirm: true)
         guard !oldKey.isSameKey(as: newKey) else {
             throw CommandFailure("the new key is the same as the current key; nothing was done", status: .usage)
         }
-        let settings = try cipher.settings(for: oldKey)
+        var settings = try cipher.settings(for: oldKey)
+        if (settings.plaintextHeaderSize ?? 0) > 0, settings.salt == nil, newKey.salt == nil, let salt = oldKey.salt {
+            // A plaintext-header database keeps its salt through the rotation (it is not in the file): when only the
+            // old key carries it, both sides get it in the settings, as --salt-file would give it.
+            settings.salt = salt
+        }
         let requests = databases.map {
             RotationRequest(
                 path: $0, oldEncryption: .key(oldKey, settings: settings),
-                newEncryption: .key(newKey, settings: settings), method: method.rotationMethod,
+                newEncryption: .key(newKey, settings: settings), method: method,
                 backupDirectory: backupDirectory, lockTimeout: .milliseconds(Int(lockTimeout * 1000)))
         }
         let results = requests.map { request in
@@ -156,18 +161,8 @@ struct RotateCommand: OperatorCommand {
         """
 }
 
-/// `--method`: the library's ``RotationMethod`` as an argument.
-enum MethodArgument: String, ExpressibleByArgument, CaseIterable {
-    case copy
-    case inPlace = "in-place"
-
-    var rotationMethod: RotationMethod {
-        switch self {
-        case .copy: .copy
-        case .inPlace: .inPlace
-        }
-    }
-}
+/// `--method`: the library's ``RotationMethod`` is the argument (`copy`, `in-place`).
+extension RotationMethod: ExpressibleByArgument {}
 
 /// `rotate --json`.
 struct RotationReport: Encodable, Sendable {

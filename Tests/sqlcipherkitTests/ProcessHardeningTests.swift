@@ -110,7 +110,7 @@ struct ProcessHardeningTests {
 
     @Test("ordinary names and paths are still shown")
     func ordinaryNamesShown() {
-        #expect(EnvironmentName.shown("NOTES_KEY") == "NOTES_KEY")
+        #expect(KeyMaterialRedaction.shownVariableName("NOTES_KEY") == "NOTES_KEY")
         #expect(KeyMaterialRedaction.shown("/etc/notes/notes-2026.key", as: "path") == "/etc/notes/notes-2026.key")
         #expect(KeyMaterialRedaction.looksLikeKey("x'00'"))
         #expect(KeyMaterialRedaction.looksLikeKey(String(repeating: "ab", count: 16)))

@@ -263,26 +263,23 @@ extension Connection {
     /// rest in one step under one shared lock, so it finishes.
     public static let maximumBackupRestarts = 3
 
-    /// The cipher layout of a connection's main database: what must be equal on both sides of a backup.
+    /// The cipher layout of a connection's main database: what must be equal on both sides of a backup (the KDF
+    /// settings are not part of it: pages are copied decrypted and encrypted again with the destination's key).
     struct CipherLayout: Equatable {
         var isEncrypted: Bool
-        var pageSize: String?
-        var usesHMAC: String?
+        var pageSize: Int?
+        var usesHMAC: Bool?
         var hmacAlgorithm: String?
-        var plaintextHeaderSize: String?
+        var plaintextHeaderSize: Int?
     }
 
     func cipherLayout() throws -> CipherLayout {
-        guard isEncrypted else {
-            return CipherLayout(isEncrypted: false, pageSize: try pragmaText("page_size"))
+        guard let cipher = try DatabaseFileInspection.CipherDetails(readingFrom: self) else {
+            return CipherLayout(isEncrypted: false, pageSize: try pragmaInteger("page_size"))
         }
-        let isVersion4 = SQLCipher.supports(.version4Format)
         return CipherLayout(
-            isEncrypted: true,
-            pageSize: try pragmaText("cipher_page_size"),
-            usesHMAC: try pragmaText("cipher_use_hmac"),
-            hmacAlgorithm: isVersion4 ? try pragmaText("cipher_hmac_algorithm") : nil,
-            plaintextHeaderSize: isVersion4 ? try pragmaText("cipher_plaintext_header_size") : nil)
+            isEncrypted: true, pageSize: cipher.pageSize, usesHMAC: cipher.usesHMAC,
+            hmacAlgorithm: cipher.hmacAlgorithm, plaintextHeaderSize: cipher.plaintextHeaderSize)
     }
 
     private func checkBackupCompatibility(with destination: Connection) throws {
@@ -306,11 +303,15 @@ extension Connection {
         // Between plaintext databases SQLite adapts the destination's page size itself.
         guard source.isEncrypted else { return }
         // A page-size mismatch makes the engine write an unreadable file or crash (Docs/EngineNotes.md#backup-api).
+        // Each difference is shown as the PRAGMA reads (cipher_use_hmac is 1 or 0).
+        func field(_ name: String, _ value: (CipherLayout) -> String?) -> (String, String?, String?) {
+            (name, value(source), value(target))
+        }
         let differences = [
-            ("page size", source.pageSize, target.pageSize),
-            ("HMAC use", source.usesHMAC, target.usesHMAC),
-            ("HMAC algorithm", source.hmacAlgorithm, target.hmacAlgorithm),
-            ("plaintext header size", source.plaintextHeaderSize, target.plaintextHeaderSize),
+            field("page size") { $0.pageSize.map(String.init) },
+            field("HMAC use") { $0.usesHMAC.map { $0 ? "1" : "0" } },
+            field("HMAC algorithm") { $0.hmacAlgorithm },
+            field("plaintext header size") { $0.plaintextHeaderSize.map(String.init) },
         ].filter { $0.1 != $0.2 }
         if let difference = differences.first {
             throw refuse(

@@ -77,15 +77,14 @@ extension Connection {
             }
         } catch {
             close()
-            let withNew = Self.probeKey(path: path, encryption: .key(newKey, settings: settings))
-            let withOld = Self.probeKey(path: path, encryption: .key(oldKey, settings: settings))
-            let state = switch (withOld, withNew) {
-            case (.busy, _), (_, .busy):
-                "another connection holds a lock, so which key opens the file could not be checked"
-            case (.opens, .doesNotOpen): "the file still opens with the OLD key only; nothing was changed"
-            case (.doesNotOpen, .opens): "the file opens with the NEW key, but verification failed"
-            case (.opens, .opens): "the file opens with both keys (were they the same?)"
-            default: "the file opens with NEITHER key; restore it from a backup"
+            let opening = Self.probeKeys(
+                path: path, old: .key(oldKey, settings: settings), new: .key(newKey, settings: settings))
+            let state = switch opening {
+            case .locked: "another connection holds a lock, so which key opens the file could not be checked"
+            case .old: "the file still opens with the OLD key only; nothing was changed"
+            case .new: "the file opens with the NEW key, but verification failed"
+            case .both: "the file opens with both keys (were they the same?)"
+            case .neither: "the file opens with NEITHER key; restore it from a backup"
             }
             let underlying = error as? DatabaseError
             var reason = underlying?.message ?? "\(error)"
@@ -95,7 +94,7 @@ extension Connection {
             case DatabaseError.SQLITE_BUSY?, DatabaseError.SQLITE_LOCKED?: .busy
             default: underlying?.kind == .diskFull ? .diskFull : .verificationFailed
             }
-            if code == SQLITE_OK && withOld == .opens && withNew == .doesNotOpen {
+            if code == SQLITE_OK && opening == .old {
                 // SQLCipher 3 reports success when a write of the rekey failed and was rolled back: the new key's
                 // "does not open" is not the cause. A rekey journals every page, so it needs about the file's size
                 // free; when that is missing, the disk is full.
@@ -142,6 +141,27 @@ extension Connection {
             return .busy
         } catch {
             return .doesNotOpen
+        }
+    }
+
+    /// Which of two keys opens a file: the old one only, the new one only, both, neither, or not known because
+    /// another connection holds a lock. Each key is tried with ``probeKey(path:encryption:busyTimeout:)``: the one
+    /// answer to "which key opens it" after a failed rekey or rotation.
+    enum KeysOpening: Equatable {
+        case old
+        case new
+        case both
+        case neither
+        case locked
+    }
+
+    static func probeKeys(path: String, old: Encryption, new: Encryption) -> KeysOpening {
+        switch (probeKey(path: path, encryption: old), probeKey(path: path, encryption: new)) {
+        case (.busy, _), (_, .busy): .locked
+        case (.opens, .doesNotOpen): .old
+        case (.doesNotOpen, .opens): .new
+        case (.opens, .opens): .both
+        case (.doesNotOpen, .doesNotOpen): .neither
         }
     }
 

@@ -157,7 +157,7 @@ public struct DatabaseFileInspection: Sendable, Hashable {
     }
 
     private static func readAll(_ connection: Connection) throws -> (DatabaseDetails, CipherDetails?) {
-        (try readDetails(connection), try readCipher(connection))
+        (try readDetails(connection), try CipherDetails(readingFrom: connection))
     }
 
     private static func readDetails(_ connection: Connection) throws -> DatabaseDetails {
@@ -168,21 +168,6 @@ public struct DatabaseFileInspection: Sendable, Hashable {
             userVersion: try connection.scalar("PRAGMA user_version", as: Int64.self) ?? 0,
             applicationID: try connection.scalar("PRAGMA application_id", as: Int64.self) ?? 0,
             schemaObjectCount: try connection.scalar("SELECT count(*) FROM sqlite_master", as: Int.self) ?? 0)
-    }
-
-    private static func readCipher(_ connection: Connection) throws -> CipherDetails? {
-        guard connection.isEncrypted else { return nil }
-        let isVersion4 = SQLCipher.supports(.version4Format)
-        let settings = connection.cipherSettings
-        return CipherDetails(
-            settings: settings,
-            pageSize: try connection.pragmaInteger("cipher_page_size"),
-            kdfIterations: try connection.pragmaInteger("kdf_iter"),
-            usesHMAC: try connection.pragmaInteger("cipher_use_hmac").map { $0 != 0 },
-            kdfAlgorithm: isVersion4 ? try connection.pragmaText("cipher_kdf_algorithm") : nil,
-            hmacAlgorithm: isVersion4 ? try connection.pragmaText("cipher_hmac_algorithm") : nil,
-            plaintextHeaderSize: isVersion4 ? try connection.pragmaInteger("cipher_plaintext_header_size") : nil,
-            formatMajorVersion: formatMajorVersion(of: settings, isVersion4Engine: isVersion4))
     }
 
     /// The format a file opened with `settings` has, ignoring the plaintext header (it does not change the format).
@@ -196,5 +181,22 @@ public struct DatabaseFileInspection: Sendable, Hashable {
         }
         if layout.isEngineDefault { return isVersion4Engine ? 4 : 3 }
         return nil
+    }
+}
+
+extension DatabaseFileInspection.CipherDetails {
+    /// Reads the cipher PRAGMAs of a connection's main database: the one reader of them, for inspection and for the
+    /// backup's layout comparison. `nil` for a plaintext connection.
+    init?(readingFrom connection: Connection) throws {
+        guard connection.isEncrypted else { return nil }
+        let isVersion4 = SQLCipher.supports(.version4Format)
+        settings = connection.cipherSettings
+        pageSize = try connection.pragmaInteger("cipher_page_size")
+        kdfIterations = try connection.pragmaInteger("kdf_iter")
+        usesHMAC = try connection.pragmaInteger("cipher_use_hmac").map { $0 != 0 }
+        kdfAlgorithm = isVersion4 ? try connection.pragmaText("cipher_kdf_algorithm") : nil
+        hmacAlgorithm = isVersion4 ? try connection.pragmaText("cipher_hmac_algorithm") : nil
+        plaintextHeaderSize = isVersion4 ? try connection.pragmaInteger("cipher_plaintext_header_size") : nil
+        formatMajorVersion = DatabaseFileInspection.formatMajorVersion(of: settings, isVersion4Engine: isVersion4)
     }
 }

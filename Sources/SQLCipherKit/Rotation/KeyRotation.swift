@@ -425,14 +425,12 @@ public enum KeyRotation {
 
     /// What a fresh probe finds, "locked" included: never a guess.
     private static func keyState(of request: RotationRequest) -> RotationResult.KeyState {
-        let old = Connection.probeKey(path: request.path, encryption: request.oldEncryption)
-        let new = Connection.probeKey(path: request.path, encryption: request.newEncryption)
-        switch (old, new) {
-        case (.busy, _), (_, .busy): return .locked
-        case (.opens, .doesNotOpen): return .old
-        case (.doesNotOpen, .opens): return .new
-        case (.doesNotOpen, .doesNotOpen): return .neither
-        default: return .unknown
+        switch Connection.probeKeys(path: request.path, old: request.oldEncryption, new: request.newEncryption) {
+        case .locked: .locked
+        case .old: .old
+        case .new: .new
+        case .neither: .neither
+        case .both: .unknown
         }
     }
 

@@ -180,6 +180,13 @@ public struct CipherSettings: Sendable, Hashable, CustomStringConvertible {
         CipherSettings(plaintextHeaderSize: size, salt: salt)
     }
 
+    /// A ``salt`` from its text: 32 hex digits, either case; `nil` for anything else. For the command line's
+    /// `--salt-file`.
+    package static func salt(hexDigits text: String) -> [UInt8]? {
+        guard text.utf8.count == 2 * EncryptionKey.saltByteCount else { return nil }
+        return hexBytes(text)
+    }
+
     /// `true` when no field is set.
     public var isEngineDefault: Bool { self == .engineDefault }
 

@@ -209,4 +209,19 @@ package enum KeyMaterialRedaction {
     package static func shown(_ value: String, as what: String) -> String {
         looksLikeKey(value) ? "(the \(what) given is not shown: it looks like key material)" : value
     }
+
+    /// An environment variable's name as messages show it: only a well-formed name (letters, digits, `_`, not
+    /// starting with a digit) that does not look like key material; anything else is probably a key typed where the
+    /// name belongs.
+    package static func shownVariableName(_ name: String) -> String {
+        isWellFormedVariableName(name) && !looksLikeKey(name)
+            ? name : "(the name given is not shown: it is not a variable name and may be key material)"
+    }
+
+    private static func isWellFormedVariableName(_ name: String) -> Bool {
+        guard let first = name.utf8.first, !(48...57).contains(first) else { return false }
+        return name.utf8.allSatisfy { byte in
+            byte == UInt8(ascii: "_") || (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte)
+        }
+    }
 }

@@ -43,6 +43,29 @@ extension EncryptionKey {
         self = try text.withUTF8 { try Self.parseKeyText(UnsafeRawBufferPointer($0), source: "the key text") }
     }
 
+    /// A key from an environment variable holding key-file text (see ``init(keyText:source:)``), read in place from
+    /// the environment block: no Swift `String` holds the value.
+    ///
+    /// ```swift
+    /// let key = try EncryptionKey(environmentVariable: "NOTES_DB_KEY")
+    /// ```
+    ///
+    /// - Warning: Environment variables are visible to the process's user in `/proc/PID/environ` and are inherited
+    ///   by child processes; prefer a key file.
+    /// - Parameter name: The variable's name.
+    /// - Throws: ``DatabaseError/invalidKey`` when the variable is not set, is empty, or holds malformed `x'…'`
+    ///   text. The message names the variable, never its value, and not the name either when it is not a variable
+    ///   name or looks like key material (a key typed where the name belongs).
+    public init(environmentVariable name: String) throws {
+        let shownName = KeyMaterialRedaction.shownVariableName(name)
+        guard let value = getenv(name) else {
+            throw Self.invalid("the environment variable \(shownName) is not set")
+        }
+        try self.init(
+            keyText: UnsafeRawBufferPointer(start: value, count: strlen(value)),
+            source: "environment variable \(shownName)")
+    }
+
     /// Reads a key from a file descriptor until end of file (standard input, a pipe), in the key-file format of
     /// ``init(keyText:source:)``.
     ///
@@ -55,16 +78,29 @@ extension EncryptionKey {
     /// - Throws: ``DatabaseError/invalidKey`` when reading fails, the input is too long or empty, or holds
     ///   malformed `x'…'` text.
     public init(readingFileDescriptor descriptor: CInt, source: String) throws {
+        try self.init(readingFileDescriptor: descriptor, source: source, stopsAtNewline: false)
+    }
+
+    /// Reads one line from a file descriptor (a terminal), in the key-file format of ``init(keyText:source:)``: the
+    /// bytes up to the first newline, which is not part of the key. A line longer than
+    /// ``maximumKeyFileByteCount`` is cut there. For the command-line tool's prompt.
+    package init(readingLineFrom descriptor: CInt, source: String) throws {
+        try self.init(readingFileDescriptor: descriptor, source: source, stopsAtNewline: true)
+    }
+
+    private init(readingFileDescriptor descriptor: CInt, source: String, stopsAtNewline: Bool) throws {
         var readCount = 0
-        // One byte more than allowed, so over-long input is noticed rather than cut.
+        // One byte more than allowed, so over-long input is noticed rather than cut. A line is read one byte at a
+        // time, so nothing after its newline is consumed.
         let buffer = try SecretBytes(count: Self.maximumKeyFileByteCount + 1) { buffer in
-            while readCount < buffer.count {
-                let result = read(descriptor, buffer.baseAddress! + readCount, buffer.count - readCount)
+            let limit = stopsAtNewline ? Self.maximumKeyFileByteCount : buffer.count
+            while readCount < limit {
+                let result = read(descriptor, buffer.baseAddress! + readCount, stopsAtNewline ? 1 : limit - readCount)
                 if result < 0 {
                     if errno == EINTR { continue }
                     throw Self.invalid("cannot read the key from \(source): \(String(cString: strerror(errno)))")
                 }
-                if result == 0 { break }
+                if result == 0 || (stopsAtNewline && buffer[readCount] == UInt8(ascii: "\n")) { break }
                 readCount += result
             }
         }
