@@ -31,9 +31,7 @@ extension KeySourceOptions {
     var provider: KeyProvider? {
         if let path = files.first { return .file(path) }
         if let name = environmentVariables.first {
-            return .custom("environment variable \(KeyMaterialRedaction.shownVariableName(name))") {
-                try EncryptionKey(environmentVariable: name)
-            }
+            return .environment(name)
         }
         if readsStandardInput {
             return .custom("standard input") {

@@ -37,16 +37,14 @@ public struct KeyProvider: Sendable, CustomStringConvertible {
         KeyProvider(name: "key file \(path)") { try EncryptionKey(contentsOf: path, permissions: permissions) }
     }
 
-    /// An environment variable holding the key in the key-file format.
+    /// An environment variable holding the key in the key-file format, read by
+    /// ``EncryptionKey/init(environmentVariable:)`` each time the key is asked for. The provider's name hides the
+    /// variable's name as that initializer's messages do (when it looks like a key typed in the wrong place).
     ///
     /// - Warning: Environment variables are visible to the process's user in `/proc/PID/environ`; prefer a file.
     public static func environment(_ variable: String) -> KeyProvider {
-        KeyProvider(name: "environment variable \(variable)") {
-            guard let value = getenv(variable) else {
-                throw EncryptionKey.invalid("the environment variable \(variable) is not set")
-            }
-            let bytes = UnsafeRawBufferPointer(start: value, count: strlen(value))
-            return try EncryptionKey.parseKeyText(bytes, source: "the environment variable \(variable)")
+        KeyProvider(name: "environment variable \(KeyMaterialRedaction.shownVariableName(variable))") {
+            try EncryptionKey(environmentVariable: variable)
         }
     }
 

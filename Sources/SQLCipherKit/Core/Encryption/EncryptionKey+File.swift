@@ -74,14 +74,8 @@ extension EncryptionKey {
         // Read one byte more than the size so a file that grew meanwhile is noticed rather than cut.
         var readCount = 0
         let raw = try SecretBytes(count: size + 1) { buffer in
-            while readCount < buffer.count {
-                let result = read(descriptor, buffer.baseAddress! + readCount, buffer.count - readCount)
-                if result < 0 {
-                    if errno == EINTR { continue }
-                    throw Self.invalid("cannot read key file \(shownPath): \(String(cString: strerror(errno)))")
-                }
-                if result == 0 { break }
-                readCount += result
+            readCount = try Self.readKeyBytes(descriptor, into: buffer, limit: buffer.count) { reason in
+                Self.invalid("cannot read key file \(shownPath): \(reason)")
             }
         }
         guard readCount <= size else {
@@ -90,6 +84,27 @@ extension EncryptionKey {
         self = try raw.withUnsafeBytes { bytes in
             try EncryptionKey.parseKeyText(UnsafeRawBufferPointer(rebasing: bytes[0..<readCount]), source: "key file \(shownPath)")
         }
+    }
+
+    /// Reads from `descriptor` into `buffer` until end of file, `limit` bytes or, when `stopsAtNewline`, a newline
+    /// (not counted), retrying an interrupted read; returns the number of bytes read. A line is read one byte at a
+    /// time, so nothing after its newline is consumed. The one read loop of every key source (files, standard input,
+    /// the prompt).
+    static func readKeyBytes(
+        _ descriptor: CInt, into buffer: UnsafeMutableRawBufferPointer, limit: Int, stopsAtNewline: Bool = false,
+        failure: (String) -> DatabaseError
+    ) throws -> Int {
+        var readCount = 0
+        while readCount < limit {
+            let result = read(descriptor, buffer.baseAddress! + readCount, stopsAtNewline ? 1 : limit - readCount)
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw failure(String(cString: strerror(errno)))
+            }
+            if result == 0 || (stopsAtNewline && buffer[readCount] == UInt8(ascii: "\n")) { break }
+            readCount += result
+        }
+        return readCount
     }
 
     /// Parses key material in the key-file format: `x'<64 hex>'` / `x'<96 hex>'` is a raw key, anything else a

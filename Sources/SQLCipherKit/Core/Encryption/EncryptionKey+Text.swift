@@ -94,14 +94,10 @@ extension EncryptionKey {
         // time, so nothing after its newline is consumed.
         let buffer = try SecretBytes(count: Self.maximumKeyFileByteCount + 1) { buffer in
             let limit = stopsAtNewline ? Self.maximumKeyFileByteCount : buffer.count
-            while readCount < limit {
-                let result = read(descriptor, buffer.baseAddress! + readCount, stopsAtNewline ? 1 : limit - readCount)
-                if result < 0 {
-                    if errno == EINTR { continue }
-                    throw Self.invalid("cannot read the key from \(source): \(String(cString: strerror(errno)))")
-                }
-                if result == 0 || (stopsAtNewline && buffer[readCount] == UInt8(ascii: "\n")) { break }
-                readCount += result
+            readCount = try Self.readKeyBytes(
+                descriptor, into: buffer, limit: limit, stopsAtNewline: stopsAtNewline
+            ) { reason in
+                Self.invalid("cannot read the key from \(source): \(reason)")
             }
         }
         guard readCount <= Self.maximumKeyFileByteCount else {
