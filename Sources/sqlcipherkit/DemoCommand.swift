@@ -68,7 +68,7 @@ struct DemoCommand: OperatorCommand {
 
         step(3, "Read the file's bytes: no SQLite header, no trace of the secret.")
         let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
-        let header = bytes.prefix(16).map { String(format: "%02x", $0) }.joined(separator: " ")
+        let header = bytes.prefix(16).map { Hex.string([$0]) }.joined(separator: " ")
         print("   first 16 bytes: \(header)")
         print("   a plaintext SQLite file would start with 53 51 4c 69 74 65 20 66 6f 72 6d 61 74 20 33 00")
         print("   secret found in the file: \(bytes.contains(subsequence: Array(secret.utf8)) ? "YES (bad)" : "no")")

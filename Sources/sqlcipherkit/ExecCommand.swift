@@ -101,13 +101,8 @@ struct ExecCommand: OperatorCommand {
         case .integer(let integer): String(integer)
         case .real(let real): String(real)
         case .text(let text): text
-        case .blob(let bytes): "x'" + bytes.map { hexPair($0) }.joined() + "'"
+        case .blob(let bytes): "x'" + Hex.string(bytes) + "'"
         }
-    }
-
-    fileprivate static func hexPair(_ byte: UInt8) -> String {
-        let digits = Array("0123456789abcdef")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
     }
 }
 

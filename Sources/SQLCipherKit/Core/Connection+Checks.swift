@@ -35,24 +35,10 @@ extension Connection {
                 // A new, empty database has no salt until its first write.
                 guard (regularFileSize(atPath: filePath) ?? 0) > 0 else { return nil }
                 guard let hex = try pragmaText("cipher_salt"), hex.count == 32 else { return nil }
-                return hexBytes(hex)
+                return Hex.bytes(hex)
             }
             guard (regularFileSize(atPath: filePath) ?? 0) >= 16 else { return nil }
             return readFilePrefix(atPath: filePath, count: 16)
         }
     }
-}
-
-func hexBytes(_ hex: String) -> [UInt8]? {
-    let digits = Array(hex.utf8)
-    guard digits.count % 2 == 0 else { return nil }
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(digits.count / 2)
-    for index in stride(from: 0, to: digits.count, by: 2) {
-        guard let value = UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) else {
-            return nil
-        }
-        bytes.append(value)
-    }
-    return bytes
 }

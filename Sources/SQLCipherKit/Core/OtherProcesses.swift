@@ -18,12 +18,10 @@ enum OtherProcesses {
     static func holding(paths: [String]) -> [Int32] {
         #if os(Linux)
         let targets = Set(paths.compactMap { OpenFiles.fileID(path: $0) })
-        guard !targets.isEmpty, let proc = opendir("/proc") else { return [] }
-        defer { closedir(proc) }
+        guard !targets.isEmpty, let names = directoryEntries(of: "/proc") else { return [] }
         let ownPID = getpid()
         var holders: [Int32] = []
-        while let entry = readdir(proc) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        for name in names {
             guard let pid = Int32(name), pid != ownPID else { continue }
             if processHolds(pid: pid, targets: targets) {
                 holders.append(pid)
@@ -38,10 +36,7 @@ enum OtherProcesses {
     #if os(Linux)
     private static func processHolds(pid: Int32, targets: Set<OpenFiles.FileID>) -> Bool {
         let folder = "/proc/\(pid)/fd"
-        guard let fds = opendir(folder) else { return false }
-        defer { closedir(fds) }
-        while let entry = readdir(fds) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        for name in directoryEntries(of: folder) ?? [] {
             guard Int(name) != nil, let id = OpenFiles.fileID(path: "\(folder)/\(name)") else { continue }
             if targets.contains(id) { return true }
         }

@@ -84,3 +84,25 @@ func availableBytes(onFileSystemOf path: String) -> Int? {
     guard statvfs(target, &status) == 0 else { return nil }
     return Int(status.f_bavail) * Int(status.f_frsize)
 }
+
+/// The canonical path of an existing file or folder (symlinks resolved), or `nil`.
+func realPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+}
+
+/// The names in a folder (without `.` and `..`); `nil` when it cannot be read. The one directory listing of the
+/// library (temporary files, rotation of a folder, other processes in `/proc`).
+func directoryEntries(of folder: String) -> [String]? {
+    guard let directory = opendir(folder) else { return nil }
+    defer { closedir(directory) }
+    var names: [String] = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) {
+            String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        if name != "." && name != ".." { names.append(name) }
+    }
+    return names
+}

@@ -86,27 +86,6 @@ public enum TemporaryFiles {
     }
 }
 
-/// The canonical path of an existing file or folder (symlinks resolved), or `nil`.
-func realPath(_ path: String) -> String? {
-    guard let resolved = realpath(path, nil) else { return nil }
-    defer { free(resolved) }
-    return String(cString: resolved)
-}
-
-/// The names in a folder (without `.` and `..`); empty when it cannot be read.
-func directoryEntries(of folder: String) -> [String] {
-    guard let directory = opendir(folder) else { return [] }
-    defer { closedir(directory) }
-    var names: [String] = []
-    while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) {
-            String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        if name != "." && name != ".." { names.append(name) }
-    }
-    return names
-}
-
 /// The rollback journal's magic: a journal whose header holds it may be hot (it is zeroed when a transaction ends
 /// in PERSIST mode, and the file is deleted in DELETE mode).
 func hasHotJournalHeader(atPath path: String) -> Bool {

@@ -277,7 +277,7 @@ final class AtomicReplacement {
     static func removeDeadLeftovers(of destination: String) {
         let folder = parentFolder(of: destination)
         let prefix = (destination.split(separator: "/").last.map(String.init) ?? destination) + temporaryMarker
-        for name in directoryEntries(of: folder) where name.hasPrefix(prefix) {
+        for name in directoryEntries(of: folder) ?? [] where name.hasPrefix(prefix) {
             let rest = name.dropFirst(prefix.count)
             guard let dash = rest.firstIndex(of: "-"), let pid = pid_t(rest[..<dash]), pid > 0 else { continue }
             let tail = rest[rest.index(after: dash)...]

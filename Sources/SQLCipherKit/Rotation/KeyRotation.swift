@@ -174,11 +174,10 @@ public enum KeyRotation {
         inFolder folder: String, fileExtension: String = "db", method: RotationMethod = .copy,
         keys: (String) throws -> (old: Encryption, new: Encryption)
     ) throws -> [RotationResult] {
-        guard let directory = opendir(folder) else {
+        guard let entries = directoryEntries(of: folder) else {
             throw fileSystemError("cannot list the folder \(folder)")
         }
-        closedir(directory)
-        let names = directoryEntries(of: folder).filter { $0.hasSuffix("." + fileExtension) && !$0.hasPrefix(".") }
+        let names = entries.filter { $0.hasSuffix("." + fileExtension) && !$0.hasPrefix(".") }
         return names.sorted().map { name in
             let path = folder + "/" + name
             do {

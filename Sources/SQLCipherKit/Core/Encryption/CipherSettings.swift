@@ -184,7 +184,7 @@ public struct CipherSettings: Sendable, Hashable, CustomStringConvertible {
     /// `--salt-file`.
     package static func salt(hexDigits text: String) -> [UInt8]? {
         guard text.utf8.count == 2 * EncryptionKey.saltByteCount else { return nil }
-        return hexBytes(text)
+        return Hex.bytes(text)
     }
 
     /// `true` when no field is set.

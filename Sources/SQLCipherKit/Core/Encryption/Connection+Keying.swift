@@ -294,7 +294,7 @@ extension Connection {
                 throw Self.invalidSetting("a salt must be \(EncryptionKey.saltByteCount) bytes, not \(salt.count)")
             }
             // The salt is not secret; it is stored in every normal SQLCipher file's first 16 bytes.
-            let hex = salt.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+            let hex = Hex.string(salt)
             try execute("PRAGMA \(schema).cipher_salt = \"x'\(hex)'\"")
         }
         // The three settings below are deprecated since SQLCipher 4.1 (setting them returns a notice row) but are
@@ -311,7 +311,7 @@ extension Connection {
         if let mask = settings.hmacSaltMask {
             // Process-wide in both engines: only the scope of SQLCipher.withHMACSaltMask may change it.
             try HMACSaltMaskScope.checkAllowed(mask)
-            let hex = String(mask, radix: 16).leftPadded(to: 2)
+            let hex = Hex.string([mask])
             try self.applyPragma("cipher_hmac_salt_mask", value: "\"x'\(hex)'\"", expected: hex)
         }
     }
@@ -484,10 +484,6 @@ func copyFilePrefix(from source: String, to destination: String, count: Int) -> 
 }
 
 extension String {
-    func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
-    }
-
     func caseInsensitiveEquals(_ other: String) -> Bool {
         lowercased() == other.lowercased()
     }

@@ -191,8 +191,8 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
             out[0] = UInt8(ascii: "x")
             out[1] = UInt8(ascii: "'")
             var position = 2
-            writeHex(key, into: out, at: &position)
-            writeHex(salt ?? [], into: out, at: &position)
+            Hex.write(key, into: out, at: &position)
+            Hex.write(salt ?? [], into: out, at: &position)
             out[position] = UInt8(ascii: "'")
         }
     }
@@ -207,21 +207,8 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
                 out[position] = byte
                 position += 1
             }
-            writeHex(salt, into: out, at: &position)
+            Hex.write(salt, into: out, at: &position)
             out[position] = UInt8(ascii: "'")
-        }
-    }
-
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    /// Writes `bytes` as lower-case hex into a secret buffer, advancing `position`.
-    private static func writeHex(
-        _ bytes: some Sequence<UInt8>, into out: UnsafeMutableRawBufferPointer, at position: inout Int
-    ) {
-        for byte in bytes {
-            out[position] = hexDigits[Int(byte >> 4)]
-            out[position + 1] = hexDigits[Int(byte & 0x0F)]
-            position += 2
         }
     }
 
@@ -233,7 +220,7 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
             throw invalid("a raw key must be written x'<64 hex digits>' or x'<96 hex digits>'")
         }
         let hex = UnsafeRawBufferPointer(rebasing: text[2..<(text.count - 1)])
-        guard hex.allSatisfy({ hexValue($0) != nil }) else {
+        guard hex.allSatisfy({ Hex.value($0) != nil }) else {
             throw invalid("a raw key must contain only hex digits between x' and '")
         }
         guard hex.count == 2 * rawKeyByteCount || hex.count == 2 * (rawKeyByteCount + saltByteCount) else {
@@ -243,7 +230,7 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
         var salt: [UInt8]?
         if hex.count > 2 * rawKeyByteCount {
             salt = stride(from: 2 * rawKeyByteCount, to: hex.count, by: 2).map {
-                hexValue(hex[$0])! << 4 | hexValue(hex[$0 + 1])!
+                Hex.value(hex[$0])! << 4 | Hex.value(hex[$0 + 1])!
             }
         }
         // Normalise to lower case so equal keys have equal material.
@@ -256,15 +243,6 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
             out[text.count - 1] = UInt8(ascii: "'")
         }
         return EncryptionKey(kind: salt == nil ? .raw : .rawWithSalt, material: material, salt: salt)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }
 

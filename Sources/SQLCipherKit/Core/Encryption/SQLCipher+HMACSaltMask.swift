@@ -42,7 +42,7 @@ enum HMACSaltMaskScope {
             guard currentMask == mask else {
                 throw DatabaseError(
                     .invalidState,
-                    "an HMAC salt mask scope (0x\(hex(currentMask))) is already running; scopes with"
+                    "an HMAC salt mask scope (0x\(Hex.string([currentMask]))) is already running; scopes with"
                         + " different masks cannot nest")
             }
             return try body()
@@ -70,8 +70,8 @@ enum HMACSaltMaskScope {
         guard mask == inForce else {
             throw DatabaseError(
                 .invalidState,
-                "the HMAC salt mask 0x\(hex(mask)) applies to the whole process in SQLCipher, not to one"
-                    + " connection; open the database inside SQLCipher.withHMACSaltMask(0x\(hex(mask))) { … }")
+                "the HMAC salt mask 0x\(Hex.string([mask])) applies to the whole process in SQLCipher, not to one"
+                    + " connection; open the database inside SQLCipher.withHMACSaltMask(0x\(Hex.string([mask]))) { … }")
         }
     }
 
@@ -80,9 +80,5 @@ enum HMACSaltMaskScope {
         let connection = try Connection.inMemory(
             encryption: .key(try EncryptionKey.generateRaw(), settings: CipherSettings(hmacSaltMask: mask)))
         connection.close()
-    }
-
-    private static func hex(_ mask: UInt8) -> String {
-        String(mask, radix: 16).leftPadded(to: 2)
     }
 }
