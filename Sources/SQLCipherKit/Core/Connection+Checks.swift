@@ -7,12 +7,19 @@ extension Connection {
     ///
     /// - Throws: ``DatabaseError/verificationFailed`` with SQLite's report when the result is not `ok`.
     public func quickCheck() throws {
-        let report = try all("PRAGMA quick_check", as: String.self)
-        guard report == ["ok"] else {
+        let report = try quickCheckProblems()
+        guard report.isEmpty else {
             throw DatabaseError(
                 kind: .verificationFailed, code: DatabaseError.SQLITE_CORRUPT,
                 message: "PRAGMA quick_check failed: " + report.prefix(5).joined(separator: "; "))
         }
+    }
+
+    /// `PRAGMA quick_check`'s report: empty when it answers `ok`, SQLite's rows otherwise. The one reader of the
+    /// PRAGMA: ``quickCheck()``, copy verification and the integrity report go through it.
+    func quickCheckProblems() throws -> [String] {
+        let rows = try all("PRAGMA quick_check", as: String.self)
+        return rows == ["ok"] ? [] : rows
     }
 
     /// `PRAGMA wal_checkpoint(TRUNCATE)`, which must complete (no reader in the way).

@@ -44,21 +44,25 @@ extension Connection {
     /// [cipher_integrity_check](https://www.zetetic.net/sqlcipher/sqlcipher-api/#cipher_integrity_check).
     public func checkIntegrity() throws -> IntegrityReport {
         _ = try checkedConnection()
-        let quickCheck = try problems {
-            let rows = try all("PRAGMA quick_check", as: String.self)
-            return rows == ["ok"] ? [] : rows
-        }
+        let quickCheck = try problems { try quickCheckProblems() }
         var cipherCheck: [String]?
         var notices: [String] = []
         if isEncrypted && SQLCipher.supports(.cipherIntegrityCheck) {
-            // No rows means every page verified (Docs/EngineNotes.md#integrity-check).
-            // With page HMACs off the engine answers one notice row instead: nothing to check, not damage.
-            let rows = try problems { try all("PRAGMA cipher_integrity_check", as: String.self) }
+            let rows = try problems { try cipherIntegrityRows() ?? [] }
             cipherCheck = rows.filter { !IntegrityReport.isNotice($0) }
             notices = rows.filter(IntegrityReport.isNotice)
         }
         return IntegrityReport(
             quickCheckProblems: quickCheck, cipherIntegrityProblems: cipherCheck, cipherIntegrityNotices: notices)
+    }
+
+    /// `PRAGMA cipher_integrity_check`'s rows (SQLCipher 4.2+), `nil` where it does not apply (a plaintext database,
+    /// an older engine). No rows means every page verified (Docs/EngineNotes.md#integrity-check); with page HMACs
+    /// off the engine answers one notice row instead (``IntegrityReport/isNotice(_:)``): nothing to check, not
+    /// damage. The one reader of the PRAGMA: the integrity report and copy verification go through it.
+    func cipherIntegrityRows() throws -> [String]? {
+        guard isEncrypted, SQLCipher.supports(.cipherIntegrityCheck) else { return nil }
+        return try all("PRAGMA cipher_integrity_check", as: String.self)
     }
 
     private func problems(_ check: () throws -> [String]) throws -> [String] {

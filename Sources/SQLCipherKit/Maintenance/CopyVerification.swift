@@ -39,17 +39,7 @@ extension Connection {
 
     /// The page count of the main database.
     func pageCount() throws -> Int {
-        try scalar("PRAGMA page_count", as: Int.self) ?? 0
-    }
-
-    /// `PRAGMA cipher_integrity_check` (SQLCipher 4.2+): the pages whose HMAC does not verify. Empty on success, on
-    /// engines without the PRAGMA, on plaintext databases, and for databases without HMACs (the engine then answers
-    /// with a notice, not a failure).
-    func cipherIntegrityFailures() throws -> [String] {
-        guard isEncrypted, SQLCipher.supports(.cipherIntegrityCheck) else { return [] }
-        let rows = try all("PRAGMA cipher_integrity_check", as: String.self)
-        // With cipher_use_hmac OFF the engine returns one row saying it cannot check: there is nothing to verify.
-        return rows.filter { !$0.lowercased().contains("hmac is not enabled") }
+        try pragmaInteger("page_count") ?? 0
     }
 
     /// Opens a copy without creating it, with the key and settings it must open with, and checks it: every page
@@ -72,11 +62,11 @@ extension Connection {
         }
         let copy = try Connection(path: path, encryption: encryption, options: OpenOptions(mode: .readWrite))
         defer { copy.close() }
-        let report = try copy.all("PRAGMA quick_check", as: String.self)
-        guard report == ["ok"] else {
+        let report = try copy.quickCheckProblems()
+        guard report.isEmpty else {
             throw fail("PRAGMA quick_check: " + report.prefix(5).joined(separator: "; "))
         }
-        let failures = try copy.cipherIntegrityFailures()
+        let failures = (try copy.cipherIntegrityRows() ?? []).filter { !IntegrityReport.isNotice($0) }
         guard failures.isEmpty else {
             throw fail(failures.prefix(3).joined(separator: "; "))
         }
