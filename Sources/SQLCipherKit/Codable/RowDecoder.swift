@@ -57,10 +57,18 @@ final class RowDecodingContext {
 
     private lazy var jsonDecoder = CodableJSON.makeDecoder()
 
-    /// The keyed containers built so far, one per key type, the last one used first. Building a
+    /// The keyed container used last, and every one built so far (one per key type). Building a
     /// `KeyedDecodingContainer` looks up the generic metadata of three types and allocates a box: a third of the
-    /// decoding cost of a 10-column row.
+    /// decoding cost of a 10-column row. Unchecked exclusivity, as for the learnt keys: read on every row.
+    @exclusivity(unchecked)
+    private var lastKeyedContainer: KeyedContainerHolderBase?
+    @exclusivity(unchecked)
     private var keyedContainers: [KeyedContainerHolderBase] = []
+
+    /// The decoder given to every record's `init(from:)`: one object per context, so that passing it costs no
+    /// retain; it refers to the context unowned (see ``finish()``).
+    @exclusivity(unchecked)
+    private var decoder: RowDecoder?
 
     /// Whether ``decodeRecord(_:)`` is running: values are read only then.
     @exclusivity(unchecked)
@@ -107,7 +115,7 @@ final class RowDecodingContext {
         isDecoding = true
         defer { isDecoding = false }
         do {
-            return try Record(from: RowDecoder(context: self))
+            return try Record(from: rowDecoder)
         } catch let error as DecodingError {
             throw DatabaseError(
                 .valueConversion,
@@ -115,31 +123,55 @@ final class RowDecodingContext {
         }
     }
 
+    /// The decoder of the rows, built at the first row.
+    var rowDecoder: RowDecoder {
+        if let decoder { return decoder }
+        let made = RowDecoder(context: self)
+        decoder = made
+        return made
+    }
+
     /// The keyed container for the rows, reused from the previous row when the key type is the same.
     func keyedContainer<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedDecodingContainer<Key> {
         let keyType = ObjectIdentifier(Key.self)
-        if let first = keyedContainers.first, first.keyType == keyType {
-            // The identifier check makes the unchecked downcast sound.
-            return unsafeDowncast(first, to: KeyedContainerHolder<Key>.self).container
+        if let last = lastKeyedContainer, last.keyType == keyType {
+            // The identifier check makes the unchecked downcast sound. The holder, generic over the container type,
+            // copies the container out with the metadata it already has: copying it here would look up the generic
+            // metadata of `KeyedDecodingContainer<Key>` on every row (about 300 instructions).
+            return unsafeDowncast(last, to: KeyedContainerHolder<KeyedDecodingContainer<Key>>.self).get()
         }
+        return otherKeyedContainer(keyedBy: Key.self)
+    }
+
+    private func otherKeyedContainer<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedDecodingContainer<Key> {
         if !isDecoding {
             // A decoder kept past its record's initializer: the container may outlive every owner of the context.
             keepAlive()
         }
-        if let position = keyedContainers.firstIndex(where: { $0.keyType == keyType }) {
-            keyedContainers.swapAt(0, position)
-            return unsafeDowncast(keyedContainers[0], to: KeyedContainerHolder<Key>.self).container
+        let keyType = ObjectIdentifier(Key.self)
+        if let known = keyedContainers.first(where: { $0.keyType == keyType }) {
+            lastKeyedContainer = known
+            return unsafeDowncast(known, to: KeyedContainerHolder<KeyedDecodingContainer<Key>>.self).get()
         }
-        let holder = KeyedContainerHolder(KeyedDecodingContainer(RowKeyedDecodingContainer<Key>(context: self)))
-        keyedContainers.insert(holder, at: 0)
-        return holder.container
+        let container = KeyedDecodingContainer(RowKeyedDecodingContainer<Key>(context: self))
+        let holder = KeyedContainerHolder(container, keyType: keyType)
+        keyedContainers.append(holder)
+        lastKeyedContainer = holder
+        return container
     }
 
-    /// Called by the context's owner when it no longer decodes rows with it: if a keyed container it made is still
-    /// referenced elsewhere (kept by a record's initializer), the context is retained for good so that container
-    /// never points to freed memory (it throws when used, see ``checkDecoding()``).
+    /// Called by the context's owner when it no longer decodes rows with it: if the decoder or a keyed container
+    /// (both refer to the context unowned) is still referenced elsewhere, kept by a record's initializer, the
+    /// context is retained for good so that they never point to freed memory (they throw when used, see
+    /// ``checkDecoding()``).
     func finish() {
-        if keyedContainers.contains(where: { !$0.isUniquelyReferenced() }) {
+        var decoderIsKept = false
+        if var kept = decoder {
+            decoder = nil
+            decoderIsKept = !isKnownUniquelyReferenced(&kept)
+        }
+        lastKeyedContainer = nil
+        if decoderIsKept || keyedContainers.contains(where: { !$0.isUniquelyReferenced() }) {
             keepAlive()
         }
     }
@@ -325,18 +357,25 @@ private class KeyedContainerHolderBase {
     func isUniquelyReferenced() -> Bool { fatalError("overridden") }
 }
 
-private final class KeyedContainerHolder<Key: CodingKey>: KeyedContainerHolderBase {
-    var container: KeyedDecodingContainer<Key>
+/// Generic over the container type (a `KeyedDecodingContainer<Key>`) rather than the key type, so that its methods
+/// find the container's metadata in the holder's own.
+private final class KeyedContainerHolder<Container>: KeyedContainerHolderBase {
+    private var container: Container
 
-    init(_ container: KeyedDecodingContainer<Key>) {
+    init(_ container: Container, keyType: ObjectIdentifier) {
         self.container = container
-        super.init(keyType: ObjectIdentifier(Key.self))
+        super.init(keyType: keyType)
+    }
+
+    @inline(never)
+    func get() -> Container {
+        container
     }
 
     override func isUniquelyReferenced() -> Bool {
         // `KeyedDecodingContainer` is one reference to the standard library's box; if its layout ever differs,
         // answer "not unique", which only keeps the context allocated.
-        guard MemoryLayout<KeyedDecodingContainer<Key>>.size == MemoryLayout<AnyObject>.size else { return false }
+        guard MemoryLayout<Container>.size == MemoryLayout<AnyObject>.size else { return false }
         return withUnsafeMutablePointer(to: &container) { pointer in
             pointer.withMemoryRebound(to: AnyObject.self, capacity: 1) { isKnownUniquelyReferenced(&$0.pointee) }
         }
@@ -350,8 +389,14 @@ struct StructuredValueRequest: Error {}
 // MARK: - Row decoder
 
 /// Decodes a row: keyed by column name, unkeyed in column order, or as a single value (the first column).
-struct RowDecoder: Decoder {
-    let context: RowDecodingContext
+///
+/// One per context, which it refers to unowned (the context outlives it, see ``RowDecodingContext/finish()``).
+final class RowDecoder: Decoder {
+    unowned(unsafe) let context: RowDecodingContext
+
+    init(context: RowDecodingContext) {
+        self.context = context
+    }
 
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
@@ -474,7 +519,7 @@ struct RowKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
     }
 
     func superDecoder() throws -> any Decoder {
-        RowDecoder(context: context)
+        context.rowDecoder
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
