@@ -39,6 +39,10 @@ final class RowDecodingContext {
         let name: String
         /// The column index, or -1 when the row has no such column.
         let index: Int
+        /// The key's type and its bytes, when the key is a plain value of 1, 2, 4 or 8 bytes (a synthesized
+        /// `CodingKeys` enum is one byte): comparing those is cheaper than building and comparing `stringValue`.
+        let keyType: ObjectIdentifier?
+        let keyBits: UInt64
     }
 
     // Read and written for every column of every row; the dynamic exclusivity checks cost more than the lookup
@@ -69,6 +73,9 @@ final class RowDecodingContext {
     /// retain; it refers to the context unowned (see ``finish()``).
     @exclusivity(unchecked)
     private var decoder: RowDecoder?
+    /// The same, unretained, so that passing it to `init(from:)` costs no retain (``decoder`` keeps it alive).
+    @exclusivity(unchecked)
+    private var unmanagedDecoder: Unmanaged<RowDecoder>?
 
     /// Whether ``decodeRecord(_:)`` is running: values are read only then.
     @exclusivity(unchecked)
@@ -115,7 +122,8 @@ final class RowDecodingContext {
         isDecoding = true
         defer { isDecoding = false }
         do {
-            return try Record(from: rowDecoder)
+            let decoder = unmanagedDecoder ?? Unmanaged.passUnretained(rowDecoder)
+            return try decoder._withUnsafeGuaranteedRef { try Record(from: $0) }
         } catch let error as DecodingError {
             throw DatabaseError(
                 .valueConversion,
@@ -128,6 +136,7 @@ final class RowDecodingContext {
         if let decoder { return decoder }
         let made = RowDecoder(context: self)
         decoder = made
+        unmanagedDecoder = .passUnretained(made)
         return made
     }
 
@@ -168,6 +177,7 @@ final class RowDecodingContext {
         var decoderIsKept = false
         if var kept = decoder {
             decoder = nil
+            unmanagedDecoder = nil
             decoderIsKept = !isKnownUniquelyReferenced(&kept)
         }
         lastKeyedContainer = nil
@@ -201,20 +211,46 @@ final class RowDecodingContext {
 
     /// The column index of a key, or `nil` when the row has no column of that name.
     @inline(__always)
-    func columnIndex(for key: some CodingKey) -> Int? {
-        let name = key.stringValue
+    func columnIndex<Key: CodingKey>(for key: Key) -> Int? {
         let position = keyPosition
         keyPosition = position &+ 1
-        if position < learntKeyCount, let learntKeys, learntKeys[position].name == name {
-            let index = learntKeys[position].index
-            return index >= 0 ? index : nil
+        if position < learntKeyCount, let learntKeys {
+            let learnt = learntKeys + position
+            if let keyType = learnt.pointee.keyType {
+                // Equal bytes of a plain value of the same type: the same key.
+                if keyType == ObjectIdentifier(Key.self), Self.bits(of: key) == learnt.pointee.keyBits {
+                    let index = learnt.pointee.index
+                    return index >= 0 ? index : nil
+                }
+            } else if learnt.pointee.name == key.stringValue {
+                let index = learnt.pointee.index
+                return index >= 0 ? index : nil
+            }
         }
-        return learnColumnIndex(name, at: position)
+        return learnColumnIndex(for: key, at: position)
     }
 
-    private func learnColumnIndex(_ name: String, at position: Int) -> Int? {
+    /// The bytes of a plain value of 1, 2, 4 or 8 bytes, zero-extended; `nil` for any other key type.
+    @inline(__always)
+    private static func bits<Key: CodingKey>(of key: Key) -> UInt64? {
+        guard _isPOD(Key.self) else { return nil }
+        // `unsafeBitCast` to a type of the same size reads the value in place (no closure, no copy).
+        switch MemoryLayout<Key>.size {
+        case 1: return UInt64(unsafeBitCast(key, to: UInt8.self))
+        case 2: return UInt64(unsafeBitCast(key, to: UInt16.self))
+        case 4: return UInt64(unsafeBitCast(key, to: UInt32.self))
+        case 8: return unsafeBitCast(key, to: UInt64.self)
+        default: return nil
+        }
+    }
+
+    private func learnColumnIndex<Key: CodingKey>(for key: Key, at position: Int) -> Int? {
+        let name = key.stringValue
         let index = statement.columnIndex(named: name).flatMap { $0 < columnCount ? $0 : nil }
-        let learnt = LearntKey(name: name, index: index ?? -1)
+        let bits = Self.bits(of: key)
+        let learnt = LearntKey(
+            name: name, index: index ?? -1, keyType: bits == nil ? nil : ObjectIdentifier(Key.self),
+            keyBits: bits ?? 0)
         if position < learntKeyCount, let learntKeys {
             learntKeys[position] = learnt
         } else if position == learntKeyCount, position < Self.maximumLearntKeyCount {
@@ -232,13 +268,14 @@ final class RowDecodingContext {
 
     // MARK: Values
 
-    /// Reads a column with the type's own conversion (straight from the statement for cursor rows).
-    /// The one place a column is converted straight from the statement (`Value.decode(sqliteStatement:column:)`),
-    /// or from a copied row's values. Callers check ``checkDecoding()`` first.
+    /// Reads a column with the type's own conversion: the one place a column is converted straight from the
+    /// statement (`Value.decode(sqliteStatement:column:)`), or from a copied row's values. Callers check
+    /// ``checkDecoding()`` first.
     @inline(__always)
     private func read<Value: DatabaseValueConvertible>(_ type: Value.Type, at index: Int) -> Value? {
         if let sqliteStatement {
-            return Value.decode(sqliteStatement: sqliteStatement, column: CInt(index))
+            // Every index is below `columnCount`, so it fits a CInt.
+            return Value.decode(sqliteStatement: sqliteStatement, column: CInt(truncatingIfNeeded: index))
         }
         return Value.fromDatabaseValue(values[index])
     }
@@ -360,6 +397,8 @@ private class KeyedContainerHolderBase {
 /// Generic over the container type (a `KeyedDecodingContainer<Key>`) rather than the key type, so that its methods
 /// find the container's metadata in the holder's own.
 private final class KeyedContainerHolder<Container>: KeyedContainerHolderBase {
+    // Unchecked: read on every row (the dynamic check cost about 75 instructions), never accessed concurrently.
+    @exclusivity(unchecked)
     private var container: Container
 
     init(_ container: Container, keyType: ObjectIdentifier) {
@@ -392,17 +431,20 @@ struct StructuredValueRequest: Error {}
 ///
 /// One per context, which it refers to unowned (the context outlives it, see ``RowDecodingContext/finish()``).
 final class RowDecoder: Decoder {
-    unowned(unsafe) let context: RowDecodingContext
+    private let unmanagedContext: Unmanaged<RowDecodingContext>
+
+    /// The context, retained: for the paths that are not per row.
+    var context: RowDecodingContext { unmanagedContext.takeUnretainedValue() }
 
     init(context: RowDecodingContext) {
-        self.context = context
+        unmanagedContext = .passUnretained(context)
     }
 
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        context.keyedContainer(keyedBy: Key.self)
+        unmanagedContext._withUnsafeGuaranteedRef { $0.keyedContainer(keyedBy: Key.self) }
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
