@@ -15,6 +15,7 @@ extension Connection {
     /// - Returns: The decoded rows.
     /// - Throws: A SQLite error, or the first decoding error (``DatabaseError/valueConversion``,
     ///   ``DatabaseError/invalidArgument`` for a missing column) naming the column and the Swift type.
+    @inlinable
     public func fetchAll<Record: Decodable, each Value: DatabaseValueConvertible>(
         _ type: Record.Type, _ sql: String, _ values: repeat each Value
     ) throws -> [Record] {
@@ -29,6 +30,7 @@ extension Connection {
     ///   - arguments: Positional or named arguments.
     /// - Returns: The decoded rows.
     /// - Throws: See ``fetchAll(_:_:_:)``.
+    @inlinable
     public func fetchAll<Record: Decodable>(
         _ type: Record.Type, _ sql: String, arguments: StatementArguments
     ) throws -> [Record] {

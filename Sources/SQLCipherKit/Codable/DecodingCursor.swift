@@ -1,3 +1,5 @@
+import CSQLCipher
+
 /// Iterates the rows of a statement decoded as `Record`, one at a time.
 ///
 /// ```swift
@@ -17,7 +19,7 @@ public final class DecodingCursor<Record: Decodable>: DatabaseCursor {
     /// The cursor over the undecoded rows.
     public let rows: RowCursor
 
-    private let context: RowDecodingContext
+    let context: RowDecodingContext
 
     init(rows: RowCursor) {
         self.rows = rows
@@ -25,7 +27,7 @@ public final class DecodingCursor<Record: Decodable>: DatabaseCursor {
     }
 
     deinit {
-        context.releaseKeyedContainer()
+        context.finish()
     }
 
     /// Advances to the next row and decodes it.
@@ -34,14 +36,16 @@ public final class DecodingCursor<Record: Decodable>: DatabaseCursor {
     /// - Throws: A SQLite error, or a decoding error as described in ``Row/decode(_:)`` (the cursor can go on
     ///   after a decoding error).
     public func next() throws -> Record? {
-        guard try rows.next() != nil else { return nil }
+        guard try rows.step() else { return nil }
         return try context.decodeRecord(Record.self)
     }
 
     /// The remaining records.
     ///
     /// - Throws: The first error of ``next()``.
+    @inlinable
     public func all() throws -> [Record] {
+        // Inlinable so that the array's appends are specialized for `Record` in the caller's module.
         try map { $0 }
     }
 
@@ -55,6 +59,25 @@ public final class DecodingCursor<Record: Decodable>: DatabaseCursor {
 extension DecodingCursor: Sendable {}
 
 extension RowCursor {
+    /// ``next()`` without building a ``Row``: whether the statement is on a new row.
+    @inline(__always)
+    func step() throws -> Bool {
+        if isDone { return false }
+        guard ownsStatement else {
+            isDone = true
+            return false
+        }
+        do {
+            if try statement.step() { return true }
+        } catch {
+            isDone = true
+            throw error
+        }
+        isDone = true
+        sqlite3_reset(statement.sqliteStatement)
+        return false
+    }
+
     /// The remaining rows, decoded as `Record` one at a time; see ``Row/decode(_:)`` for how columns map to
     /// properties.
     ///

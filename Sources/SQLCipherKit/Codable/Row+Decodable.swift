@@ -36,6 +36,8 @@ extension Row {
     ///   for a non-optional property, TEXT for an integer, JSON that does not match); the initializer's own errors;
     ///   ``DatabaseError/connectionClosed`` for a cursor row whose connection has closed.
     public func decode<Record: Decodable>(_ type: Record.Type = Record.self) throws -> Record {
-        try RowDecodingContext(row: self, recordType: Record.self).decodeRecord(Record.self)
+        let context = try RowDecodingContext(row: self, recordType: Record.self)
+        defer { context.finish() }
+        return try context.decodeRecord(Record.self)
     }
 }

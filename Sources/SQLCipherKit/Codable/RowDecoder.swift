@@ -13,7 +13,16 @@ import CSQLCipher
 /// so the context records the sequence of key names it was asked for on the first row (with the column index each
 /// one resolved to) and, on later rows, only compares the key's name with the one recorded at the same position. A
 /// key asked for in another order falls back to the statement's name lookup and updates the record. Nothing is
-/// allocated per row except the box `KeyedDecodingContainer` puts its container in.
+/// allocated per row: the keyed container (and the box `KeyedDecodingContainer` puts it in) is built once per key
+/// type and reused.
+///
+/// The keyed container refers to the context `unowned(unsafe)`, so that the standard library's box, which copies the
+/// container out for every `decode(_:forKey:)`, copies a plain pointer instead of retaining and releasing the context
+/// (two atomic operations per column, 15% of the decoding benchmark). That is sound because a container never
+/// outlives its context: the context owns the only reference to each box it made, and when its owner is done with it
+/// (``finish()``) a box referenced from elsewhere (a container the record's initializer kept) makes the context stay
+/// allocated for the rest of the process. Reading values is allowed only during ``decodeRecord(_:)``: a container
+/// kept past its row throws instead of reading another row (or a finalized statement).
 final class RowDecodingContext {
     let statement: Statement
     let recordType: Any.Type
@@ -30,6 +39,10 @@ final class RowDecodingContext {
         let name: String
         /// The column index, or -1 when the row has no such column.
         let index: Int
+        /// The key's type and its bytes, when the key is a plain value of 1, 2, 4 or 8 bytes (a synthesized
+        /// `CodingKeys` enum is one byte): comparing those is cheaper than building and comparing `stringValue`.
+        let keyType: ObjectIdentifier?
+        let keyBits: UInt64
     }
 
     // Read and written for every column of every row; the dynamic exclusivity checks cost more than the lookup
@@ -48,13 +61,28 @@ final class RowDecodingContext {
 
     private lazy var jsonDecoder = CodableJSON.makeDecoder()
 
-    /// Whether the keyed container is built once and reused for every row (cursors), instead of once per row.
-    private let reusesKeyedContainer: Bool
+    /// The keyed container used last, and every one built so far (one per key type). Building a
+    /// `KeyedDecodingContainer` looks up the generic metadata of three types and allocates a box: a third of the
+    /// decoding cost of a 10-column row. Unchecked exclusivity, as for the learnt keys: read on every row.
+    @exclusivity(unchecked)
+    private var lastKeyedContainer: KeyedContainerHolderBase?
+    @exclusivity(unchecked)
+    private var keyedContainers: [KeyedContainerHolderBase] = []
 
-    /// The keyed container of the last row and the type of its keys. Building a `KeyedDecodingContainer` looks up
-    /// the generic metadata of three types and allocates a box: a third of the decoding cost of a 10-column row.
-    /// It holds this context strongly, so ``releaseKeyedContainer()`` must break the cycle.
-    private var keyedContainer: (keyType: ObjectIdentifier, holder: AnyObject)?
+    /// The decoder given to every record's `init(from:)`: one object per context, so that passing it costs no
+    /// retain; it refers to the context unowned (see ``finish()``).
+    @exclusivity(unchecked)
+    private var decoder: RowDecoder?
+    /// The same, unretained, so that passing it to `init(from:)` costs no retain (``decoder`` keeps it alive).
+    @exclusivity(unchecked)
+    private var unmanagedDecoder: Unmanaged<RowDecoder>?
+
+    /// Whether ``decodeRecord(_:)`` is running: values are read only then.
+    @exclusivity(unchecked)
+    private var isDecoding = false
+
+    /// Set once the context has been retained for good (a keyed container may outlive its owner).
+    private(set) var isKeptAlive = false
 
     /// A context for the rows of a cursor, read in place.
     init(cursor: RowCursor, recordType: Any.Type) {
@@ -63,7 +91,6 @@ final class RowDecodingContext {
         self.sqliteStatement = cursor.statement.sqliteStatement
         self.values = []
         self.columnCount = cursor.columnCount
-        self.reusesKeyedContainer = true
     }
 
     /// A context for one row.
@@ -71,7 +98,6 @@ final class RowDecodingContext {
         self.statement = row.statement
         self.recordType = recordType
         self.columnCount = row.count
-        self.reusesKeyedContainer = false
         if let sqliteStatement = row.sqliteStatement {
             guard row.handle.isOpen else { throw DatabaseError.closed(sql: row.statement.sql) }
             self.sqliteStatement = sqliteStatement
@@ -93,8 +119,11 @@ final class RowDecodingContext {
     @inline(__always)
     func decodeRecord<Record: Decodable>(_ type: Record.Type) throws -> Record {
         keyPosition = 0
+        isDecoding = true
+        defer { isDecoding = false }
         do {
-            return try Record(from: RowDecoder(context: self))
+            let decoder = unmanagedDecoder ?? Unmanaged.passUnretained(rowDecoder)
+            return try decoder._withUnsafeGuaranteedRef { try Record(from: $0) }
         } catch let error as DecodingError {
             throw DatabaseError(
                 .valueConversion,
@@ -102,42 +131,138 @@ final class RowDecodingContext {
         }
     }
 
+    /// The decoder of the rows, built at the first row.
+    var rowDecoder: RowDecoder {
+        if let decoder { return decoder }
+        let made = RowDecoder(context: self)
+        decoder = made
+        unmanagedDecoder = .passUnretained(made)
+        return made
+    }
+
     /// The keyed container for the rows, reused from the previous row when the key type is the same.
     func keyedContainer<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedDecodingContainer<Key> {
-        if let keyedContainer, keyedContainer.keyType == ObjectIdentifier(Key.self) {
-            // The identifier check makes the unchecked downcast sound.
-            return unsafeDowncast(keyedContainer.holder, to: KeyedContainerHolder<Key>.self).container
+        let keyType = ObjectIdentifier(Key.self)
+        if let last = lastKeyedContainer, last.keyType == keyType {
+            // The identifier check makes the unchecked downcast sound. The holder, generic over the container type,
+            // copies the container out with the metadata it already has: copying it here would look up the generic
+            // metadata of `KeyedDecodingContainer<Key>` on every row (about 300 instructions).
+            return unsafeDowncast(last, to: KeyedContainerHolder<KeyedDecodingContainer<Key>>.self).get()
+        }
+        return otherKeyedContainer(keyedBy: Key.self)
+    }
+
+    private func otherKeyedContainer<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedDecodingContainer<Key> {
+        if !isDecoding {
+            // A decoder kept past its record's initializer: the container may outlive every owner of the context.
+            keepAlive()
+        }
+        let keyType = ObjectIdentifier(Key.self)
+        if let known = keyedContainers.first(where: { $0.keyType == keyType }) {
+            lastKeyedContainer = known
+            return unsafeDowncast(known, to: KeyedContainerHolder<KeyedDecodingContainer<Key>>.self).get()
         }
         let container = KeyedDecodingContainer(RowKeyedDecodingContainer<Key>(context: self))
-        if reusesKeyedContainer {
-            keyedContainer = (ObjectIdentifier(Key.self), KeyedContainerHolder(container))
+        guard MemoryLayout<KeyedDecodingContainer<Key>>.size == MemoryLayout<AnyObject>.size else {
+            // Not the one reference to a box this code knows (a future standard library): whether the container
+            // outlives the record cannot be told, so the context stays allocated. Memory-safe, never reached on the
+            // standard libraries this package builds with (DecodingContextLifetimeTests would fail).
+            keepAlive()
+            return container
         }
+        let holder = KeyedContainerHolder(container, keyType: keyType)
+        keyedContainers.append(holder)
+        lastKeyedContainer = holder
         return container
     }
 
-    /// Breaks the reference cycle between the context and its reused keyed container.
-    func releaseKeyedContainer() {
-        keyedContainer = nil
+    /// Called by the context's owner when it no longer decodes rows with it: if the decoder or a keyed container
+    /// (both refer to the context unowned) is still referenced elsewhere, kept by a record's initializer, the
+    /// context is retained for good so that they never point to freed memory (they throw when used, see
+    /// ``checkDecoding()``). Otherwise nothing refers to the context any more and it is freed with its owner
+    /// (DecodingContextLifetimeTests checks both).
+    func finish() {
+        var decoderIsKept = false
+        if var kept = decoder {
+            decoder = nil
+            unmanagedDecoder = nil
+            decoderIsKept = !isKnownUniquelyReferenced(&kept)
+        }
+        // Drop the context's own references to the boxes, then see whether any box is still alive: a weak reference
+        // tells reliably (a uniqueness check through the generic holder did not: debug builds checked a copy).
+        let boxes = keyedContainers.map { $0.weakBox() }
+        lastKeyedContainer = nil
+        keyedContainers = []
+        if decoderIsKept || boxes.contains(where: { $0.object != nil }) {
+            keepAlive()
+        }
+    }
+
+    private func keepAlive() {
+        guard !isKeptAlive else { return }
+        isKeptAlive = true
+        _ = Unmanaged.passRetained(self)
+    }
+
+    /// Throws unless a record is being decoded: a container or decoder kept past its row must not read the next row
+    /// (nor a statement finalized since).
+    @inline(__always)
+    func checkDecoding() throws {
+        if !isDecoding { throw notDecodingError() }
+    }
+
+    private func notDecodingError() -> DatabaseError {
+        DatabaseError(
+            .invalidState,
+            "a decoding container of \(recordType) was used after its row was decoded; containers and decoders are"
+                + " valid only during init(from:)",
+            sql: statement.sql)
     }
 
     // MARK: Columns
 
     /// The column index of a key, or `nil` when the row has no column of that name.
     @inline(__always)
-    func columnIndex(for key: some CodingKey) -> Int? {
-        let name = key.stringValue
+    func columnIndex<Key: CodingKey>(for key: Key) -> Int? {
         let position = keyPosition
         keyPosition = position &+ 1
-        if position < learntKeyCount, let learntKeys, learntKeys[position].name == name {
-            let index = learntKeys[position].index
-            return index >= 0 ? index : nil
+        if position < learntKeyCount, let learntKeys {
+            let learnt = learntKeys + position
+            if let keyType = learnt.pointee.keyType {
+                // Equal bytes of a plain value of the same type: the same key.
+                if keyType == ObjectIdentifier(Key.self), Self.bits(of: key) == learnt.pointee.keyBits {
+                    let index = learnt.pointee.index
+                    return index >= 0 ? index : nil
+                }
+            } else if learnt.pointee.name == key.stringValue {
+                let index = learnt.pointee.index
+                return index >= 0 ? index : nil
+            }
         }
-        return learnColumnIndex(name, at: position)
+        return learnColumnIndex(for: key, at: position)
     }
 
-    private func learnColumnIndex(_ name: String, at position: Int) -> Int? {
+    /// The bytes of a plain value of 1, 2, 4 or 8 bytes, zero-extended; `nil` for any other key type.
+    @inline(__always)
+    private static func bits<Key: CodingKey>(of key: Key) -> UInt64? {
+        guard _isPOD(Key.self) else { return nil }
+        // `unsafeBitCast` to a type of the same size reads the value in place (no closure, no copy).
+        switch MemoryLayout<Key>.size {
+        case 1: return UInt64(unsafeBitCast(key, to: UInt8.self))
+        case 2: return UInt64(unsafeBitCast(key, to: UInt16.self))
+        case 4: return UInt64(unsafeBitCast(key, to: UInt32.self))
+        case 8: return unsafeBitCast(key, to: UInt64.self)
+        default: return nil
+        }
+    }
+
+    private func learnColumnIndex<Key: CodingKey>(for key: Key, at position: Int) -> Int? {
+        let name = key.stringValue
         let index = statement.columnIndex(named: name).flatMap { $0 < columnCount ? $0 : nil }
-        let learnt = LearntKey(name: name, index: index ?? -1)
+        let bits = Self.bits(of: key)
+        let learnt = LearntKey(
+            name: name, index: index ?? -1, keyType: bits == nil ? nil : ObjectIdentifier(Key.self),
+            keyBits: bits ?? 0)
         if position < learntKeyCount, let learntKeys {
             learntKeys[position] = learnt
         } else if position == learntKeyCount, position < Self.maximumLearntKeyCount {
@@ -155,23 +280,28 @@ final class RowDecodingContext {
 
     // MARK: Values
 
-    /// Reads a column with the type's own conversion (straight from the statement for cursor rows).
+    /// Reads a column with the type's own conversion: the one place a column is converted straight from the
+    /// statement (`Value.decode(from:)`), or from a copied row's values. Callers check
+    /// ``checkDecoding()`` first.
     @inline(__always)
-    func read<Value: DatabaseValueConvertible>(_ type: Value.Type, at index: Int) -> Value? {
+    private func read<Value: DatabaseValueConvertible>(_ type: Value.Type, at index: Int) -> Value? {
         if let sqliteStatement {
-            return Value.decode(from: DatabaseColumn(sqliteStatement, CInt(index)))
+            // Every index is below `columnCount`, so it fits a CInt.
+            return Value.decode(from: DatabaseColumn(sqliteStatement, CInt(truncatingIfNeeded: index)))
         }
         return Value.fromDatabaseValue(values[index])
     }
 
-    func isNull(at index: Int) -> Bool {
+    func isNull(at index: Int) throws -> Bool {
+        try checkDecoding()
         if let sqliteStatement {
             return sqlite3_column_type(sqliteStatement, CInt(index)) == SQLITE_NULL
         }
         return values[index].isNull
     }
 
-    func databaseValue(at index: Int) -> DatabaseValue {
+    /// The stored value, for error messages and JSON; only while decoding (see ``checkDecoding()``).
+    private func databaseValue(at index: Int) -> DatabaseValue {
         if let sqliteStatement {
             return DatabaseValue(sqliteStatement: sqliteStatement, column: CInt(index))
         }
@@ -181,6 +311,7 @@ final class RowDecodingContext {
     /// Reads a column as `Value`, or throws a conversion error naming the column and the type.
     @inline(__always)
     func decodeColumn<Value: DatabaseValueConvertible>(_ type: Value.Type, at index: Int) throws -> Value {
+        try checkDecoding()
         if let value = read(Value.self, at: index) { return value }
         throw conversionError(at: index, to: Value.self)
     }
@@ -188,6 +319,7 @@ final class RowDecodingContext {
     /// Reads a column as any `Decodable` type: natively for ``DatabaseValueConvertible`` types, through a
     /// single-value container for single-value types (a `RawRepresentable` enum), from JSON otherwise.
     func decodeValue<Value: Decodable>(_ type: Value.Type, at index: Int) throws -> Value {
+        try checkDecoding()
         if let convertible = Value.self as? any DatabaseValueConvertible.Type {
             guard let value = readAny(convertible, at: index) as? Value else {
                 throw conversionError(at: index, to: Value.self)
@@ -262,11 +394,49 @@ final class RowDecodingContext {
 @available(*, unavailable)
 extension RowDecodingContext: Sendable {}
 
-private final class KeyedContainerHolder<Key: CodingKey> {
-    let container: KeyedDecodingContainer<Key>
+/// A weak reference, to tell whether an object outlived its owner.
+struct WeakReference {
+    weak var object: AnyObject?
 
-    init(_ container: KeyedDecodingContainer<Key>) {
-        self.container = container
+    init(_ object: AnyObject) {
+        self.object = object
+    }
+}
+
+/// A reused keyed container, found by the type of its keys.
+private class KeyedContainerHolderBase {
+    let keyType: ObjectIdentifier
+
+    init(keyType: ObjectIdentifier) {
+        self.keyType = keyType
+    }
+
+    /// A weak reference to the container's box: once the holder is gone, it is `nil` unless a copy of the container
+    /// is still referenced elsewhere.
+    func weakBox() -> WeakReference { fatalError("overridden") }
+}
+
+/// Generic over the container type (a `KeyedDecodingContainer<Key>`) rather than the key type, so that its methods
+/// find the container's metadata in the holder's own.
+private final class KeyedContainerHolder<Container>: KeyedContainerHolderBase {
+    // `KeyedDecodingContainer` is one reference to the standard library's box (checked where a holder is made); the
+    // holder keeps it as `AnyObject` so that ``weakBox()`` can refer to the box itself.
+    // Unchecked: read on every row (the dynamic check cost about 75 instructions), never accessed concurrently.
+    @exclusivity(unchecked)
+    private var box: AnyObject
+
+    init(_ container: Container, keyType: ObjectIdentifier) {
+        self.box = unsafeBitCast(container, to: AnyObject.self)
+        super.init(keyType: keyType)
+    }
+
+    @inline(never)
+    func get() -> Container {
+        unsafeBitCast(box, to: Container.self)
+    }
+
+    override func weakBox() -> WeakReference {
+        WeakReference(box)
     }
 }
 
@@ -277,14 +447,23 @@ struct StructuredValueRequest: Error {}
 // MARK: - Row decoder
 
 /// Decodes a row: keyed by column name, unkeyed in column order, or as a single value (the first column).
-struct RowDecoder: Decoder {
-    let context: RowDecodingContext
+///
+/// One per context, which it refers to unowned (the context outlives it, see ``RowDecodingContext/finish()``).
+final class RowDecoder: Decoder {
+    private let unmanagedContext: Unmanaged<RowDecodingContext>
+
+    /// The context, retained: for the paths that are not per row.
+    var context: RowDecodingContext { unmanagedContext.takeUnretainedValue() }
+
+    init(context: RowDecodingContext) {
+        unmanagedContext = .passUnretained(context)
+    }
 
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        context.keyedContainer(keyedBy: Key.self)
+        unmanagedContext._withUnsafeGuaranteedRef { $0.keyedContainer(keyedBy: Key.self) }
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -298,7 +477,16 @@ struct RowDecoder: Decoder {
 }
 
 struct RowKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let context: RowDecodingContext
+    /// Unmanaged so that copying the container, and reading through it, costs no retain and release (see
+    /// ``RowDecodingContext``, which outlives it).
+    let unmanagedContext: Unmanaged<RowDecodingContext>
+
+    init(context: RowDecodingContext) {
+        unmanagedContext = .passUnretained(context)
+    }
+
+    /// The context, retained: for the paths that are not per column.
+    private var context: RowDecodingContext { unmanagedContext.takeUnretainedValue() }
 
     var codingPath: [any CodingKey] { [] }
 
@@ -318,17 +506,24 @@ struct RowKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
 
     @inline(__always)
     private func column<Value: DatabaseValueConvertible>(_ type: Value.Type, _ key: Key) throws -> Value {
-        try context.decodeColumn(Value.self, at: index(key, Value.self))
+        try unmanagedContext._withUnsafeGuaranteedRef { context in
+            guard let index = context.columnIndex(for: key) else {
+                throw context.missingColumnError(key, type: Value.self)
+            }
+            return try context.decodeColumn(Value.self, at: index)
+        }
     }
 
     @inline(__always)
     private func columnIfPresent<Value: DatabaseValueConvertible>(_ type: Value.Type, _ key: Key) throws -> Value? {
-        guard let index = context.columnIndex(for: key), !context.isNull(at: index) else { return nil }
-        return try context.decodeColumn(Value.self, at: index)
+        try unmanagedContext._withUnsafeGuaranteedRef { context in
+            guard let index = context.columnIndex(for: key), try !context.isNull(at: index) else { return nil }
+            return try context.decodeColumn(Value.self, at: index)
+        }
     }
 
     func decodeNil(forKey key: Key) throws -> Bool {
-        context.isNull(at: try index(key, Optional<Any>.self))
+        try context.isNull(at: try index(key, Optional<Any>.self))
     }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try column(type, key) }
@@ -366,7 +561,7 @@ struct RowKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
     func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try columnIfPresent(type, key) }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        guard let index = context.columnIndex(for: key), !context.isNull(at: index) else { return nil }
+        guard let index = context.columnIndex(for: key), try !context.isNull(at: index) else { return nil }
         return try context.decodeValue(T.self, at: index)
     }
 
@@ -385,7 +580,7 @@ struct RowKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
     }
 
     func superDecoder() throws -> any Decoder {
-        RowDecoder(context: context)
+        context.rowDecoder
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
@@ -416,7 +611,7 @@ struct RowUnkeyedDecodingContainer: UnkeyedDecodingContainer {
 
     mutating func decodeNil() throws -> Bool {
         guard !isAtEnd else { return false }
-        if context.isNull(at: currentIndex) {
+        if try context.isNull(at: currentIndex) {
             currentIndex += 1
             return true
         }
@@ -471,7 +666,7 @@ struct ColumnValueDecodingContainer: SingleValueDecodingContainer {
     let codingPath: [any CodingKey]
 
     func decodeNil() -> Bool {
-        context.isNull(at: index)
+        (try? context.isNull(at: index)) ?? false
     }
 
     func decode(_ type: Bool.Type) throws -> Bool { try context.decodeColumn(type, at: index) }
@@ -493,3 +688,5 @@ struct ColumnValueDecodingContainer: SingleValueDecodingContainer {
         try context.decodeValue(T.self, at: index)
     }
 }
+
+
