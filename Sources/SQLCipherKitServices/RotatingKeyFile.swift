@@ -66,7 +66,7 @@ final class RotatingKeyFile: Sendable {
 
     private func syncFolder(of path: String) {
         let folder = (path as NSString).deletingLastPathComponent
-        let descriptor = open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY)
+        let descriptor = open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { return }
         _ = fsync(descriptor)
         close(descriptor)

@@ -15,10 +15,32 @@ enum OtherProcesses {
     #endif
 
     /// The IDs of processes other than this one with any of the files open.
-    static func holding(paths: [String]) -> [Int32] {
+    ///
+    /// A process seen holding a file is looked at again after 0.1 s and 0.3 s, and counts only if it still holds it:
+    /// a child this process (or another holder) is starting has copies of every descriptor between `fork` and
+    /// `exec`, where SQLite's close-on-exec descriptors close. Seen once, such a child made a rotation refuse a
+    /// database nobody else used.
+    ///
+    /// - Parameter beforeRecheck: Runs instead of each pause (for tests).
+    static func holding(paths: [String], beforeRecheck: (() -> Void)? = nil) -> [Int32] {
         #if os(Linux)
         let targets = Set(paths.compactMap { OpenFiles.fileID(path: $0) })
-        guard !targets.isEmpty, let names = directoryEntries(of: "/proc") else { return [] }
+        guard !targets.isEmpty else { return [] }
+        var holders = scan(targets)
+        for pause in [100_000, 200_000] as [useconds_t] where !holders.isEmpty {
+            if let beforeRecheck { beforeRecheck() } else { usleep(pause) }
+            holders = holders.filter { processHolds(pid: $0, targets: targets) }
+        }
+        return holders
+        #else
+        return []
+        #endif
+    }
+
+    #if os(Linux)
+    /// One pass over `/proc`.
+    private static func scan(_ targets: Set<OpenFiles.FileID>) -> [Int32] {
+        guard let names = directoryEntries(of: "/proc") else { return [] }
         let ownPID = getpid()
         var holders: [Int32] = []
         for name in names {
@@ -28,10 +50,8 @@ enum OtherProcesses {
             }
         }
         return holders.sorted()
-        #else
-        return []
-        #endif
     }
+    #endif
 
     #if os(Linux)
     private static func processHolds(pid: Int32, targets: Set<OpenFiles.FileID>) -> Bool {
