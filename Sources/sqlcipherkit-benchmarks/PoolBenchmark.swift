@@ -262,8 +262,13 @@ enum PoolBenchmark {
             voluntarySwitchesPerThousand: run.usage.voluntarySwitches * 1000 / Double(count))
     }
 
-    /// Point lookups per second from `taskCount` tasks (`async` `pool.read`: each read hops to the reader's dispatch
-    /// queue and back), started together in a task group and stopped after `seconds`.
+    /// Point lookups per second from `taskCount` tasks (`async` `pool.read`, with the pool's default execution: in
+    /// place on the task's thread while reads are short), started together in a task group and stopped after
+    /// `seconds`: what a service does when that many requests read at once.
+    ///
+    /// A read that runs in place does not suspend, so no more tasks read at once than Swift's cooperative pool has
+    /// threads (one per CPU); the others start when those end. The figure is the throughput of that many tasks,
+    /// not a measure of fairness between them.
     static func readsInTasks(_ pool: DatabasePool, taskCount: Int, seconds: Double) throws -> Throughput {
         let state = RunState()
         let done = DispatchSemaphore(value: 0)

@@ -283,8 +283,14 @@ func printPoolReport(
     print("  async, 1 reader: \(formatted(taskShare, decimals: 2))x the threaded figure (target >= 0.70x:"
         + " \(taskShare >= 0.7 ? "yes" : "NO")); \(formatted(switchesPerRead, decimals: 3)) voluntary context"
         + " switches per read")
+    let switchesPerReadAtMaximum =
+        median(measurement.readsInTasks[maximumLevel], \.voluntarySwitchesPerThousand) / 1000
     print("  async, 1 to \(maximumLevel) readers: \(formatted(taskScaling, decimals: 2))x (target >= 1.50x:"
-        + " \(taskScaling >= 1.5 ? "yes" : "NO"))")
+        + " \(taskScaling >= 1.5 ? "yes" : "NO")); \(formatted(switchesPerReadAtMaximum, decimals: 3)) voluntary"
+        + " context switches per read with \(maximumLevel) tasks; the process used"
+        + " \(formatted(median(measurement.readsInTasks[maximumLevel], \.cpuCount), decimals: 2)) of"
+        + " \(cpuCount) CPUs (less than \(min(maximumLevel, cpuCount)) means another process took the rest, or"
+        + " the readers slept)")
     print("")
 
     if !measurement.pointReadPool.isEmpty {

@@ -184,4 +184,186 @@ struct AsyncReadTests {
         let error = await #expect(throws: DatabaseError.self) { try await pool.read { _ in 1 } }
         #expect(error?.kind == .connectionClosed)
     }
+
+    // MARK: - Reads in place take turns at the start and end of their transactions (ReadLockGate)
+
+    /// Waits, without blocking a cooperative thread, until `task` is done; a hang (a deadlock in the pool) becomes a
+    /// failure after 60 s instead of stopping the suite.
+    static func finishes<T: Sendable>(_ task: Task<T, any Error>, _ comment: Comment) async throws -> T? {
+        let done = Atomic<Bool>(false)
+        let watched = Task {
+            defer { done.store(true, ordering: .releasing) }
+            return try await task.value
+        }
+        var polls = 0
+        while !done.load(ordering: .acquiring) {
+            polls += 1
+            if polls > 60_000 {
+                Issue.record(comment)
+                return nil
+            }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        return try await watched.value
+    }
+
+    final class Counts: Sendable {
+        let inPlace = Atomic<Int>(0)
+        let mismatches = Atomic<Int>(0)
+        let ran = Atomic<Int>(0)
+    }
+
+    @Test("many tasks reading concurrently in place each get the row they asked for")
+    func concurrentPointReads() async throws {
+        let dir = try TemporaryDirectory()
+        let pool = try Self.makePool(dir, readers: 4)
+        defer { pool.close() }
+        try await pool.write { db in
+            try db.execute("CREATE TABLE item(id INTEGER PRIMARY KEY, label TEXT NOT NULL, twice INTEGER NOT NULL)")
+            let insert = try db.prepare("INSERT INTO item(id, label, twice) VALUES (?, ?, ?)")
+            for id in 1...500 { try insert.run(id, "item \(id)", id * 2) }
+        }
+        let counts = Counts()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    try await Probe.$isCallingTask.withValue(true) {
+                        for step in 0..<300 {
+                            let id = (task * 131 + step * 17) % 500 + 1
+                            let row = try await pool.read { db in
+                                (try db.first("SELECT label, twice FROM item WHERE id = ?", id) { row in
+                                    (try row[0] as String, try row[1] as Int)
+                                }, Probe.isCallingTask)
+                            }
+                            if row.1 { counts.inPlace.add(1, ordering: .relaxed) }
+                            if row.0?.0 != "item \(id)" || row.0?.1 != id * 2 {
+                                counts.mismatches.add(1, ordering: .relaxed)
+                            }
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(counts.mismatches.load(ordering: .relaxed) == 0)
+        // Where each read ran depends on timing (a read slowed down by the machine can raise the average); the first
+        // read of a pool always runs in place.
+        #expect(counts.inPlace.load(ordering: .relaxed) > 0)
+        #expect(pool.readerConnectionCount <= 4)
+        // Counted again through a fresh connection: the reads changed nothing.
+        let fresh = try Connection(path: dir.path("async.db"), key: TestKeys.raw)
+        defer { fresh.close() }
+        #expect(try fresh.scalar("SELECT count(*) FROM item WHERE label = 'item ' || id AND twice = 2 * id",
+                                 as: Int.self) == 500)
+    }
+
+    @Test("a read in place takes its snapshot when it starts, before its first statement")
+    func snapshotAtStart() async throws {
+        let dir = try TemporaryDirectory()
+        let pool = try Self.makePool(dir, readers: 1)
+        defer { pool.close() }
+        let started = DispatchSemaphore(value: 0)
+        let written = DispatchSemaphore(value: 0)
+        // The writer commits on a thread of its own while the read has started and run no statement yet.
+        let writer = Thread {
+            guard started.wait(timeout: .now() + 60) == .success else { return }
+            _ = try? pool.write { db in try db.execute("UPDATE t SET x = x + 10") }
+            written.signal()
+        }
+        writer.start()
+        let (sum, inPlace) = try await Probe.$isCallingTask.withValue(true) {
+            try await pool.read { db in
+                started.signal()
+                let didWrite = written.wait(timeout: .now() + 60) == .success
+                #expect(didWrite, "the writer did not commit")
+                return (try db.scalar("SELECT sum(x) FROM t", as: Int.self), Probe.isCallingTask)
+            }
+        }
+        #expect(inPlace)
+        #expect(sum == 6, "the read saw a commit made after it started")
+        #expect(try await pool.read { db in try db.scalar("SELECT sum(x) FROM t", as: Int.self) } == 36)
+    }
+
+    @Test("a read in place that throws, or ends its own transaction, leaves the pool usable")
+    func failedReadsReleaseTheGate() async throws {
+        let dir = try TemporaryDirectory()
+        let pool = try Self.makePool(dir, readers: 2)
+        defer { pool.close() }
+        struct Failure: Error {}
+        await #expect(throws: Failure.self) {
+            try await pool.read { db in
+                _ = try db.scalar("SELECT count(*) FROM t", as: Int.self)
+                throw Failure()
+            }
+        }
+        let misuse = await #expect(throws: DatabaseError.self) {
+            try await pool.read { db in try db.execute("COMMIT") }
+        }
+        #expect(misuse?.kind == .transactionMisuse)
+        await #expect(throws: DatabaseError.self) {
+            try await pool.read { db in try db.execute("SELECT * FROM missing_table") }
+        }
+        // Had any of them kept the gate, these reads (from two tasks; in place unless the failed reads were slow
+        // enough to move the average, see PoolReadLockGateTests for the gate alone) would hang.
+        let next = Task {
+            try await withThrowingTaskGroup(of: Int?.self) { group in
+                for _ in 0..<2 {
+                    group.addTask { try await pool.read { db in try db.scalar("SELECT sum(x) FROM t", as: Int.self) } }
+                }
+                return try await group.reduce(0) { $0 + ($1 ?? 0) }
+            }
+        }
+        #expect(try await Self.finishes(next, "a read after the failed ones did not finish") == 12)
+        #expect(try Self.countSynchronously(pool) == 3)
+    }
+
+    @Test("tasks waiting for a busy pool, cancelled, leave at once and take no connection with them")
+    func cancelManyWaiting() async throws {
+        let dir = try TemporaryDirectory()
+        let pool = try Self.makePool(dir, readers: 2)
+        let held = Atomic<Int>(0)
+        let release = DispatchSemaphore(value: 0)
+        // Both readers held by synchronous reads on threads of their own.
+        var holders: [Thread] = []
+        for _ in 0..<2 {
+            let holder = Thread {
+                _ = try? pool.read { _ in
+                    held.add(1, ordering: .releasing)
+                    _ = release.wait(timeout: .now() + 60)
+                }
+            }
+            holder.start()
+            holders.append(holder)
+        }
+        var polls = 0
+        while held.load(ordering: .acquiring) < 2, polls < 60_000 {
+            polls += 1
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        let counts = Counts()
+        var waiting: [Task<Void, any Error>] = []
+        for _ in 0..<6 {
+            waiting.append(Task { try await pool.read { _ in _ = counts.ran.add(1, ordering: .relaxed) } })
+        }
+        try await Task.sleep(for: .milliseconds(20))
+        for task in waiting { task.cancel() }
+        // Every cancelled task finishes while both readers are still held: none waited for one.
+        for task in waiting {
+            let result = await task.result
+            #expect(throws: CancellationError.self) { try result.get() }
+        }
+        #expect(counts.ran.load(ordering: .relaxed) == 0)
+        for _ in 0..<2 { release.signal() }
+        // The pool still has its two readers, both free: two reads at once get them, in place.
+        let sums = try await withThrowingTaskGroup(of: Int?.self) { group in
+            for _ in 0..<2 {
+                group.addTask { try await pool.read { db in try db.scalar("SELECT sum(x) FROM t", as: Int.self) } }
+            }
+            return try await group.reduce(into: [Int?]()) { $0.append($1) }
+        }
+        #expect(sums == [6, 6])
+        #expect(pool.readerConnectionCount == 2)
+        pool.close()
+        #expect(pool.isClosed)
+    }
 }

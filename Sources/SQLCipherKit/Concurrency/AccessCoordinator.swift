@@ -59,6 +59,8 @@ final class AccessCoordinator: Sendable {
     let asyncReadExecution: DatabasePool.AsyncReadExecution
     /// How long the pool's recent reads took, to choose where the next async read runs.
     let readTiming = ReadTiming()
+    /// Where the async reads that run in place take turns to start and end their read transactions.
+    let readLockGate = ReadLockGate()
     private let state: Locked<State>
 
     private struct State {
@@ -372,7 +374,9 @@ final class AccessCoordinator: Sendable {
     }
 
     /// Runs `body` in a read transaction on a reader: in place on the task's thread while the pool's reads are short
-    /// (see ``DatabasePool/AsyncReadExecution``), on the reader's queue otherwise.
+    /// (see ``DatabasePool/AsyncReadExecution``), on the reader's queue otherwise. In place, the transaction starts
+    /// and ends through ``readLockGate``: those reads run on Swift's cooperative threads, as many as there are CPUs,
+    /// and would otherwise meet in the engine's WAL lock mutex (see ``ReadLockGate``).
     func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         let reader = try await enterForReading()
         defer { exitReading(reader) }
@@ -381,7 +385,7 @@ final class AccessCoordinator: Sendable {
             // Same contract as the queue: a task cancelled before the closure starts does not run it.
             if Task.isCancelled { throw CancellationError() }
             return try timing.measure {
-                try reader.withExclusiveAccess { db in try db.transaction(.deferred) { try body(db) } }
+                try reader.withExclusiveAccess { db in try readLockGate.readTransaction(db, body) }
             }
         }
         return try await reader.async { db in
