@@ -166,7 +166,7 @@ final class RowDecodingContext {
         guard MemoryLayout<KeyedDecodingContainer<Key>>.size == MemoryLayout<AnyObject>.size else {
             // Not the one reference to a box this code knows (a future standard library): whether the container
             // outlives the record cannot be told, so the context stays allocated. Memory-safe, never reached on the
-            // standard libraries this package builds with (DecodingContextLifetimeTests would fail).
+            // standard libraries this package builds with (the decoding context lifetime tests would fail).
             keepAlive()
             return container
         }
@@ -180,7 +180,7 @@ final class RowDecodingContext {
     /// (both refer to the context unowned) is still referenced elsewhere, kept by a record's initializer, the
     /// context is retained for good so that they never point to freed memory (they throw when used, see
     /// ``checkDecoding()``). Otherwise nothing refers to the context any more and it is freed with its owner
-    /// (DecodingContextLifetimeTests checks both).
+    /// (the decoding context lifetime tests check both).
     func finish() {
         var decoderIsKept = false
         if var kept = decoder {
