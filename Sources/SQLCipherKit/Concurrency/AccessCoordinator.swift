@@ -107,34 +107,28 @@ final class AccessCoordinator: Sendable {
 
     func enter() throws {
         try refuseReentrance()
-        let waiter: Waiter<Void>? = try state.withLock { state in
-            if state.isClosed { throw Self.closedError() }
-            if state.isBarrierUp {
-                let waiter = Waiter<Void>(synchronous: true)
-                state.admissionWaiters.append(waiter)
-                return waiter
-            }
-            state.inFlightCount += 1
-            return nil
-        }
-        try waiter?.wait()
+        try admit(synchronous: true)?.wait()
     }
 
     func enter() async throws {
         try refuseReentrance()
-        // The waiter is made only on the path that waits: admission is on every call.
-        let waiter: Waiter<Void>? = try state.withLock { state in
+        guard let waiter = try admit(synchronous: false) else { return }
+        try await wait(for: waiter) { state in state.admissionWaiters.removeAll { $0 === waiter } }
+    }
+
+    /// The locked part of ``enter()``: admits the caller (`nil`), or queues and returns a waiter while a barrier
+    /// (rekey, close) is up. The waiter is made only on the path that waits: admission is on every call.
+    private func admit(synchronous: Bool) throws -> Waiter<Void>? {
+        try state.withLock { state in
             if state.isClosed { throw Self.closedError() }
             if state.isBarrierUp {
-                let waiter = Waiter<Void>(synchronous: false)
+                let waiter = Waiter<Void>(synchronous: synchronous)
                 state.admissionWaiters.append(waiter)
                 return waiter
             }
             state.inFlightCount += 1
             return nil
         }
-        guard let waiter else { return }
-        try await wait(for: waiter) { state in state.admissionWaiters.removeAll { $0 === waiter } }
     }
 
     func exit() {
