@@ -242,17 +242,15 @@ enum EncryptionGuard {
         _ sql: String, _ handle: ConnectionHandle, _ body: (OpaquePointer) -> Void
     ) -> Bool {
         guard let sqliteConnection = handle.sqliteConnection else { return false }
-        let state = handle.guardState
-        let wasRunning = state.isRunningLibraryStatement
-        state.isRunningLibraryStatement = true
-        defer { state.isRunningLibraryStatement = wasRunning }
-        var statement: OpaquePointer?
-        defer { sqlite3_finalize(statement) }
-        guard sqlite3_prepare_v2(sqliteConnection, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-            return false
+        return handle.guardState.with(\.isRunningLibraryStatement) {
+            var statement: OpaquePointer?
+            defer { sqlite3_finalize(statement) }
+            guard sqlite3_prepare_v2(sqliteConnection, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+                return false
+            }
+            body(statement)
+            return true
         }
-        body(statement)
-        return true
     }
 }
 
@@ -290,25 +288,25 @@ final class GuardState {
     var attachCompileCount = 0
     /// The guard's last refusal, turned into the error's message.
     var lastRefusal: GuardRefusal?
+
+    /// Runs `body` with `flag` set, and puts the flag back as it was (nested uses stay set).
+    func with<T>(_ flag: ReferenceWritableKeyPath<GuardState, Bool>, _ body: () throws -> T) rethrows -> T {
+        let was = self[keyPath: flag]
+        self[keyPath: flag] = true
+        defer { self[keyPath: flag] = was }
+        return try body()
+    }
 }
 
 extension Connection {
     /// Runs `body` with the guard letting the library's own statements through. Only library code calls it.
     func withLibraryStatements<T>(_ body: () throws -> T) rethrows -> T {
-        let state = handle.guardState
-        let wasRunning = state.isRunningLibraryStatement
-        state.isRunningLibraryStatement = true
-        defer { state.isRunningLibraryStatement = wasRunning }
-        return try body()
+        try handle.guardState.with(\.isRunningLibraryStatement, body)
     }
 
     /// Runs `body` with a plaintext ATTACH allowed (the library's explicit `.none` paths).
     func withPlaintextAttachmentAllowed<T>(_ body: () throws -> T) rethrows -> T {
-        let state = handle.guardState
-        let wasAllowed = state.isAllowingLibraryPlaintextAttachment
-        state.isAllowingLibraryPlaintextAttachment = true
-        defer { state.isAllowingLibraryPlaintextAttachment = wasAllowed }
-        return try body()
+        try handle.guardState.with(\.isAllowingLibraryPlaintextAttachment, body)
     }
 
     /// Turns SQLCipher 4's engine log off for the whole process (the CLI reports errors itself).
