@@ -174,7 +174,7 @@ extension Optional: DatabaseValueConvertible where Wrapped: DatabaseValueConvert
     @inlinable
     public func bind(to parameter: DatabaseParameter) -> ResultCode {
         switch self {
-        case .none: ResultCode(rawValue: sqlite3_bind_null(parameter.sqliteStatement, parameter.parameter))
+        case .none: parameter.bind(.null)
         case .some(let wrapped): wrapped.bind(to: parameter)
         }
     }

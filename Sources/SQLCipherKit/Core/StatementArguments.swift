@@ -56,10 +56,7 @@ struct AnyDatabaseValueConvertible: DatabaseValueConvertible {
 
     /// Binds NULL, or the boxed value through its own ``DatabaseValueConvertible/bind(to:)``.
     func bind(to parameter: DatabaseParameter) -> ResultCode {
-        guard let base else {
-            return ResultCode(rawValue: sqlite3_bind_null(parameter.sqliteStatement, parameter.parameter))
-        }
-        return base.bind(to: parameter)
+        base?.bind(to: parameter) ?? parameter.bind(.null)
     }
 }
 
