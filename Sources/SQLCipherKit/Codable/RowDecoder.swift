@@ -182,18 +182,16 @@ final class RowDecodingContext {
     /// ``checkDecoding()``). Otherwise nothing refers to the context any more and it is freed with its owner
     /// (the decoding context lifetime tests check both).
     func finish() {
-        var decoderIsKept = false
-        if var kept = decoder {
-            decoder = nil
-            unmanagedDecoder = nil
-            decoderIsKept = !isKnownUniquelyReferenced(&kept)
-        }
-        // Drop the context's own references to the boxes, then see whether any box is still alive: a weak reference
-        // tells reliably (a uniqueness check through the generic holder did not: debug builds checked a copy).
-        let boxes = keyedContainers.map { $0.weakBox() }
+        // Drop the context's own references to the decoder and the boxes, then see whether any of them is still
+        // alive: a weak reference tells reliably (a uniqueness check through the generic holder did not: debug
+        // builds checked a copy).
+        var referred = keyedContainers.map { $0.weakBox() }
+        if let decoder { referred.append(WeakReference(decoder)) }
+        decoder = nil
+        unmanagedDecoder = nil
         lastKeyedContainer = nil
         keyedContainers = []
-        if decoderIsKept || boxes.contains(where: { $0.object != nil }) {
+        if referred.contains(where: { $0.object != nil }) {
             keepAlive()
         }
     }
