@@ -47,8 +47,8 @@ extension Connection {
         let quickCheck = try problems { try quickCheckProblems() }
         var cipherCheck: [String]?
         var notices: [String] = []
-        if isEncrypted && SQLCipher.supports(.cipherIntegrityCheck) {
-            let rows = try problems { try cipherIntegrityRows() ?? [] }
+        if checksCipherIntegrity {
+            let rows = try problems { try cipherIntegrityRows() }
             cipherCheck = rows.filter { !IntegrityReport.isNotice($0) }
             notices = rows.filter(IntegrityReport.isNotice)
         }
@@ -56,13 +56,17 @@ extension Connection {
             quickCheckProblems: quickCheck, cipherIntegrityProblems: cipherCheck, cipherIntegrityNotices: notices)
     }
 
-    /// `PRAGMA cipher_integrity_check`'s rows (SQLCipher 4.2+), `nil` where it does not apply (a plaintext database,
-    /// an older engine). No rows means every page verified (Docs/EngineNotes.md#integrity-check); with page HMACs
-    /// off the engine answers one notice row instead (``IntegrityReport/isNotice(_:)``): nothing to check, not
-    /// damage. The one reader of the PRAGMA: the integrity report and copy verification go through it.
-    func cipherIntegrityRows() throws -> [String]? {
-        guard isEncrypted, SQLCipher.supports(.cipherIntegrityCheck) else { return nil }
-        return try all("PRAGMA cipher_integrity_check", as: String.self)
+    /// Whether ``cipherIntegrityRows()`` applies: an encrypted database on SQLCipher 4.2 or later.
+    var checksCipherIntegrity: Bool {
+        isEncrypted && SQLCipher.supports(.cipherIntegrityCheck)
+    }
+
+    /// `PRAGMA cipher_integrity_check`'s rows, where ``checksCipherIntegrity``. No rows means every page verified
+    /// (Docs/EngineNotes.md#integrity-check); with page HMACs off the engine answers one notice row instead
+    /// (``IntegrityReport/isNotice(_:)``): nothing to check, not damage. The one reader of the PRAGMA: the integrity
+    /// report and copy verification go through it.
+    func cipherIntegrityRows() throws -> [String] {
+        try all("PRAGMA cipher_integrity_check", as: String.self)
     }
 
     private func problems(_ check: () throws -> [String]) throws -> [String] {

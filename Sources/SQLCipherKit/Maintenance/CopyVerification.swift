@@ -66,7 +66,8 @@ extension Connection {
         guard report.isEmpty else {
             throw fail("PRAGMA quick_check: " + report.prefix(5).joined(separator: "; "))
         }
-        let failures = (try copy.cipherIntegrityRows() ?? []).filter { !IntegrityReport.isNotice($0) }
+        let rows = copy.checksCipherIntegrity ? try copy.cipherIntegrityRows() : []
+        let failures = rows.filter { !IntegrityReport.isNotice($0) }
         guard failures.isEmpty else {
             throw fail(failures.prefix(3).joined(separator: "; "))
         }
