@@ -23,6 +23,16 @@ var dependencies: [Package.Dependency] = [
     .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
 ]
 
+// The CLI's `replicate`, `restore` and `snapshots` commands come with the replication product (left out, with it, in
+// a core-only build).
+var commandLineDependencies: [Target.Dependency] = [
+    "SQLCipherKit",
+    .product(name: "ArgumentParser", package: "swift-argument-parser"),
+]
+if !isCoreOnly {
+    commandLineDependencies.append("SQLCipherKitReplication")
+}
+
 var targets: [Target] = [
     .systemLibrary(
         name: "CSQLCipher",
@@ -45,10 +55,7 @@ var targets: [Target] = [
     ),
     .executableTarget(
         name: "sqlcipherkit",
-        dependencies: [
-            "SQLCipherKit",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ],
+        dependencies: commandLineDependencies,
         swiftSettings: strictSwift
     ),
     // Release-build benchmark against the raw C API (see Docs/Performance.md); not a test.
@@ -85,6 +92,7 @@ if !isCoreOnly {
         .library(name: "SQLCipherKitSQLKit", targets: ["SQLCipherKitSQLKit"]),
         .library(name: "SQLCipherKitFluent", targets: ["SQLCipherKitFluent"]),
         .library(name: "SQLCipherKitServices", targets: ["SQLCipherKitServices"]),
+        .library(name: "SQLCipherKitReplication", targets: ["SQLCipherKitReplication"]),
     ]
     dependencies += [
         .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
@@ -130,6 +138,27 @@ if !isCoreOnly {
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // Continuous replication of the encrypted pages and WAL frames to an object store or a folder, and
+        // point-in-time restore (Docs/Replication.md). SigV4 is signed with OpenSSL's libcrypto (no S3 SDK).
+        .target(
+            name: "SQLCipherKitReplication",
+            dependencies: [
+                "SQLCipherKit", "COpenSSL",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "SQLCipherKitReplicationTests",
+            dependencies: [
+                "SQLCipherKitReplication", "SQLCipherKitTestSupport", "sqlcipherkit",
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strictSwift
         ),

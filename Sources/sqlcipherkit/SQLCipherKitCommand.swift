@@ -41,7 +41,7 @@ struct SQLCipherKitCommand: ParsableCommand {
         // killed outright has its leftovers removed by the next run.
         ProcessHardening.installSignalCleanup()
         // SIGKILL (or a crash) runs no handler: a guardian process removes what is left when this process ends.
-        try? TemporaryFiles.startGuardian()
+        _ = try? TemporaryFiles.startGuardian()
         EngineLog.silenceUnlessAsked()
         terminate(run(arguments: Array(CommandLine.arguments.dropFirst())).rawValue)
     }

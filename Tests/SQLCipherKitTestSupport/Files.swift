@@ -35,6 +35,13 @@ public func withTemporaryDirectory<T>(_ body: (TemporaryDirectory) throws -> T) 
     return try body(directory)
 }
 
+/// Runs async `body` with a temporary directory that is removed afterwards, whatever happens.
+@discardableResult
+public func withTemporaryDirectory<T>(_ body: (TemporaryDirectory) async throws -> T) async throws -> T {
+    let directory = try TemporaryDirectory()
+    return try await body(directory)
+}
+
 /// Reads a whole file's bytes.
 public func fileBytes(_ path: String) throws -> [UInt8] {
     [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
