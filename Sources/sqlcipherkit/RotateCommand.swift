@@ -102,6 +102,11 @@ struct RotateCommand: OperatorCommand {
         guard !oldKey.isSameKey(as: newKey) else {
             throw CommandFailure("the new key is the same as the current key; nothing was done", status: .usage)
         }
+        if !allowWeakPassphrase, let reason = newKey.weakRotationKeyReason {
+            throw CommandFailure(
+                "\(reason). Use a raw key (sqlcipherkit keygen --out NEW.key) or a longer passphrase, or give"
+                    + " --allow-weak-passphrase to accept it. Nothing was changed", status: .usage, kind: "invalidKey")
+        }
         let settings = try cipher.settings(for: oldKey)
         try Self.refuseUnsaltedNewKey(settings: settings, oldKey: oldKey, newKey: newKey, method: method)
         let requests = databases.map {

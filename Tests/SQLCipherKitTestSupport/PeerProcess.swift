@@ -38,7 +38,8 @@ public final class PeerProcess {
         db.execute('PRAGMA key = "%s"' % os.environ["PEER_KEY"])
         if os.environ.get("PEER_COMPATIBILITY") == "3":
             db.execute("PRAGMA cipher_compatibility = 3")
-        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        if os.environ.get("PEER_READS_FIRST") != "0":
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
         print("ready", flush=True)
         for line in sys.stdin:
             words = line.split()
@@ -59,6 +60,13 @@ public final class PeerProcess {
                 # Another process (a replica) changes the key; the new key's text is the rest of the line.
                 db.execute('PRAGMA rekey = "%s"' % line.strip()[len("rekey "):])
                 db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            elif words[0] == "insert":
+                # Answers "ok", or "error MESSAGE" when the write fails.
+                try:
+                    db.execute("INSERT INTO \"%s\"(body) VALUES ('peer insert')" % words[1])
+                except Exception as error:
+                    print("error %s" % error, flush=True)
+                    continue
             elif words[0] == "count":
                 # Answers "count N", or "error MESSAGE" when the read fails.
                 try:
@@ -86,7 +94,10 @@ public final class PeerProcess {
         """#
 
     /// Starts the peer on a database with a raw key (its `x'…'` text).
-    public init(database: String, rawKeyText: String) throws {
+    ///
+    /// - Parameter readsFirst: Whether the peer reads the schema before it says it is ready (`false`: it only opens
+    ///   the file and keys the connection, as a client that has not run a statement yet).
+    public init(database: String, rawKeyText: String, readsFirst: Bool = true) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", Self.script, database]
         var environment = ProcessInfo.processInfo.environment
@@ -94,6 +105,7 @@ public final class PeerProcess {
         environment["LD_PRELOAD"] = nil
         environment["LD_LIBRARY_PATH"] = nil
         environment["PEER_KEY"] = rawKeyText
+        environment["PEER_READS_FIRST"] = readsFirst ? "1" : "0"
         environment["PEER_COMPATIBILITY"] = Engine.isVersion4 ? "4" : "3"
         process.environment = environment
         process.standardInput = input
@@ -132,6 +144,15 @@ public final class PeerProcess {
 
     /// Ends the read transaction of ``beginRead()``.
     public func endRead() throws { try send("end") }
+
+    /// Inserts one row into `table(body)` through the peer's connection: success, or the error SQLite gave it.
+    public func insert(into table: String) throws -> Result<Void, PeerError> {
+        let line = try send("insert \(table)", expecting: "")
+        return line == "ok" ? .success(()) : .failure(PeerError(message: line))
+    }
+
+    /// The peer's process ID.
+    public var processIdentifier: Int32 { process.processIdentifier }
 
     /// Counts the rows of `table` through the peer's connection: the count, or the error SQLite gave it.
     public func count(_ table: String) throws -> Result<Int, PeerError> {

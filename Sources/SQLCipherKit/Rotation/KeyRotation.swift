@@ -343,6 +343,7 @@ public enum KeyRotation {
         // replaced file once it is released: the rotation is abandoned while the original is still in place.
         let refuseLateOpeners = {
             let holders = OtherProcesses.holding(files: [replaced.id])
+            defer { if holders.isEmpty { testHookBeforeRename.withLock { $0[request.path] }?() } }
             guard holders.isEmpty else {
                 throw DatabaseError(
                     kind: .invalidState, code: DatabaseError.SQLITE_BUSY,
@@ -378,6 +379,10 @@ public enum KeyRotation {
         isReplaced = true
         return (backupPath, keepLateOpenersOut(of: replaced, request: request))
     }
+
+    /// Runs between the last check for other processes and the rename, for the database at the key's path (tests
+    /// open the file there, as a process would in that instant).
+    static let testHookBeforeRename = Locked<[String: @Sendable () -> Void]>([:])
 
     /// After the rename: a process that opened the old file in the instant between the last check and the rename
     /// still has it (and waits for the lock). While it does, the lock is kept (up to the lock timeout), so it
