@@ -174,7 +174,7 @@ if !isCoreOnly {
         .executableTarget(
             name: "sqlcipherkit-vapor-example",
             dependencies: [
-                "SQLCipherKitFluent",
+                "SQLCipherKitFluent", "SQLCipherKitServices",
                 .product(name: "Fluent", package: "fluent"),
                 .product(name: "Vapor", package: "vapor"),
             ],

@@ -564,12 +564,20 @@ public struct OpenOptions: Sendable {
     ///   by anyone who can read the file.
     public var allowsPlaintextAttachments: Bool
 
+    /// Turns on foreign-key enforcement (`PRAGMA foreign_keys = ON`, read back) on the connection, and so on every
+    /// connection of a pool or queue opened with these options. SQLite leaves it off unless each connection asks.
+    /// `false` by default; Fluent's driver needs it (``DatabasePool``s given to it must have it).
+    ///
+    /// See [Foreign key support](https://www.sqlite.org/foreignkeys.html#fk_enable).
+    public var enforcesForeignKeys: Bool
+
     /// Creates options.
     public init(
         mode: Mode = .readWriteCreate, isURI: Bool = false, busyTimeout: Duration? = .seconds(5),
         statementCacheCapacity: Int = 64, logger: Logger? = nil, allowsPlaintextAttachments: Bool = false,
-        prepareConnection: (@Sendable (Connection) throws -> Void)? = nil
+        enforcesForeignKeys: Bool = false, prepareConnection: (@Sendable (Connection) throws -> Void)? = nil
     ) {
+        self.enforcesForeignKeys = enforcesForeignKeys
         self.allowsPlaintextAttachments = allowsPlaintextAttachments
         self.prepareConnection = prepareConnection
         self.mode = mode

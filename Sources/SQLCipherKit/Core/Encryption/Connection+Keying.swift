@@ -68,6 +68,12 @@ extension Connection {
                 "could not force temp_store to MEMORY; refusing a connection that may write plaintext"
                     + " temporary files")
         }
+        if options.enforcesForeignKeys {
+            try execute("PRAGMA foreign_keys = ON")
+            guard try pragmaInteger("foreign_keys") == 1 else {
+                throw DatabaseError(.unsupportedByEngine, "the engine did not turn foreign keys on")
+            }
+        }
     }
 
     /// Checks the key on a read-only handle before a read-write one exists, when a `-wal` or `-journal` lies beside
