@@ -36,7 +36,9 @@
 // SQLITE_IOCAP_BATCH_ATOMIC (SQLite 3.21): a batch-atomic file would be written through file controls this overlay
 // does not forward. The linked header may be older than the constant.
 #define OVERLAY_IOCAP_BATCH_ATOMIC 0x00004000
-#define OVERLAY_CHUNK_SIZE 4096
+// SQLite's smallest page size: every page a rollback writes covers whole chunks, so the overlay holds about the bytes
+// of the pages written (SQLCipher 3's 1024-byte pages would take four times their size in 4096-byte chunks).
+#define OVERLAY_CHUNK_SIZE 512
 #define OVERLAY_DEFAULT_SECTOR_SIZE 4096
 
 // MARK: - Bytes that replace a file's own
@@ -120,25 +122,36 @@ static int readBase(const OverlayData *data, sqlite3_file *real, unsigned char *
     return rc == SQLITE_IOERR_SHORT_READ ? SQLITE_OK : rc;
 }
 
+/// The part of a byte range `[offset + done, offset + count)` that lies in one chunk.
+typedef struct {
+    sqlite3_int64 key;   // the chunk's number
+    int within;          // where the part starts inside the chunk
+    int length;          // how many bytes of the range the chunk holds
+} ChunkPiece;
+
+static ChunkPiece chunkPiece(sqlite3_int64 offset, int done, int count) {
+    sqlite3_int64 position = offset + done;
+    ChunkPiece piece = {position / OVERLAY_CHUNK_SIZE, (int)(position % OVERLAY_CHUNK_SIZE), 0};
+    piece.length = OVERLAY_CHUNK_SIZE - piece.within;
+    if (piece.length > count - done) piece.length = count - done;
+    return piece;
+}
+
 static int readData(const OverlayData *data, sqlite3_file *real, void *buffer, int count, sqlite3_int64 offset) {
     unsigned char *out = buffer;
     sqlite3_int64 available = data->size - offset;
     int wanted = available <= 0 ? 0 : (available < count ? (int)available : count);
     int done = 0;
     while (done < wanted) {
-        sqlite3_int64 position = offset + done;
-        sqlite3_int64 key = position / OVERLAY_CHUNK_SIZE;
-        int within = (int)(position % OVERLAY_CHUNK_SIZE);
-        int piece = OVERLAY_CHUNK_SIZE - within;
-        if (piece > wanted - done) piece = wanted - done;
-        const unsigned char *chunk = findChunk(data, key);
+        ChunkPiece part = chunkPiece(offset, done, wanted);
+        const unsigned char *chunk = findChunk(data, part.key);
         if (chunk != NULL) {
-            memcpy(out + done, chunk + within, (size_t)piece);
+            memcpy(out + done, chunk + part.within, (size_t)part.length);
         } else {
-            int rc = readBase(data, real, out + done, piece, position);
+            int rc = readBase(data, real, out + done, part.length, offset + done);
             if (rc != SQLITE_OK) return rc;
         }
-        done += piece;
+        done += part.length;
     }
     if (wanted < count) {
         memset(out + wanted, 0, (size_t)(count - wanted));
@@ -151,12 +164,8 @@ static int writeData(OverlayData *data, sqlite3_file *real, const void *buffer, 
     const unsigned char *in = buffer;
     int done = 0;
     while (done < count) {
-        sqlite3_int64 position = offset + done;
-        sqlite3_int64 key = position / OVERLAY_CHUNK_SIZE;
-        int within = (int)(position % OVERLAY_CHUNK_SIZE);
-        int piece = OVERLAY_CHUNK_SIZE - within;
-        if (piece > count - done) piece = count - done;
-        unsigned char *chunk = findChunk(data, key);
+        ChunkPiece part = chunkPiece(offset, done, count);
+        unsigned char *chunk = findChunk(data, part.key);
         if (chunk == NULL) {
             if ((data->chunkCount + 1) * 2 > data->chunkCapacity) {
                 size_t capacity = data->chunkCapacity == 0 ? 64 : data->chunkCapacity * 2;
@@ -164,16 +173,18 @@ static int writeData(OverlayData *data, sqlite3_file *real, const void *buffer, 
             }
             chunk = malloc(OVERLAY_CHUNK_SIZE);
             if (chunk == NULL) return SQLITE_NOMEM;
-            // The chunk starts as the file reads now: the real bytes below baseLimit, zeros above.
-            int rc = readBase(data, real, chunk, OVERLAY_CHUNK_SIZE, key * OVERLAY_CHUNK_SIZE);
-            if (rc != SQLITE_OK) {
-                free(chunk);
-                return rc;
+            if (part.length < OVERLAY_CHUNK_SIZE) {
+                // The chunk starts as the file reads now: the real bytes below baseLimit, zeros above.
+                int rc = readBase(data, real, chunk, OVERLAY_CHUNK_SIZE, part.key * OVERLAY_CHUNK_SIZE);
+                if (rc != SQLITE_OK) {
+                    free(chunk);
+                    return rc;
+                }
             }
-            placeChunk(data, key, chunk);
+            placeChunk(data, part.key, chunk);
         }
-        memcpy(chunk + within, in + done, (size_t)piece);
-        done += piece;
+        memcpy(chunk + part.within, in + done, (size_t)part.length);
+        done += part.length;
     }
     if (offset + count > data->size) data->size = offset + count;
     return SQLITE_OK;

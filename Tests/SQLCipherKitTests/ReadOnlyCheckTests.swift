@@ -48,11 +48,17 @@ struct ReadOnlyCheckTests {
             #expect(DatabaseFileInspection.inspect(path: path).hasHotJournal)
             #expect(try Self.folder(dir) == before)
 
-            // The rows as the check saw them are the rows a read-write open leaves after its rollback.
-            let seen = try ReadOnlyCheck(path: path).run(encryption: .key(TestKeys.raw), busyTimeout: nil) { db in
+            // The rows as the check saw them are the rows a read-write open leaves after its rollback; the rollback
+            // took about the journal's pages in memory, no more.
+            let check = ReadOnlyCheck(path: path)
+            let seen = try check.run(encryption: .key(TestKeys.raw), busyTimeout: nil) { db in
                 try db.scalar("SELECT count(*) FROM t WHERE body NOT LIKE 'unfinished%'", as: Int.self)
             }
             #expect(seen == 2000)
+            #expect(check.rolledBackJournal)
+            let journalSize = before["app.db-journal"]?.count ?? 0
+            #expect(check.overlayMemoryHighWater > 0 && check.overlayMemoryHighWater <= journalSize,
+                    "\(check.overlayMemoryHighWater) bytes in memory for a journal of \(journalSize)")
             #expect(try Self.folder(dir) == before)
             let db = try Connection(path: path, key: TestKeys.raw)
             try db.quickCheck()
@@ -134,9 +140,7 @@ struct ReadOnlyCheckTests {
             try writer.execute("UPDATE t SET body = lower(body) WHERE id = 1500")
             try FileManager.default.copyItem(atPath: other + "-wal", toPath: path + "-wal")
             writer.close()
-            let wal = try fileBytes(path + "-wal")
-            let pageSize = Int(WALFile.read(wal, 8, bigEndian: true))
-            let pages = stride(from: 32, to: wal.count, by: 24 + pageSize).map { WALFile.read(wal, $0, bigEndian: true) }
+            let pages = WALFrames(try fileBytes(path + "-wal")).frames.map(\.pageNumber)
             try #require(!pages.isEmpty && !pages.contains(1), "the WAL must not hold page 1: \(pages)")
             let before = KeyCheckWritesNothingTests.state(path)
 

@@ -219,18 +219,9 @@ struct WriteAheadLogReportTests {
 
             // A byte of the page in the frame that ends the fourth commit.
             var wal = try fileBytes(copy + "-wal")
-            let pageSize = Int(WALFile.read(wal, 8, bigEndian: true))
-            var commits = 0
-            var damagedFrame = 0
-            for frame in 1...intact.frameCount {
-                let offset = 32 + (frame - 1) * (24 + pageSize)
-                if WALFile.read(wal, offset + 4, bigEndian: true) != 0 { commits += 1 }
-                if commits == 4 {
-                    damagedFrame = frame
-                    wal[offset + 24 + pageSize / 2] ^= 0x01
-                    break
-                }
-            }
+            let layout = WALFrames(wal)
+            let damagedFrame = try #require(layout.frameEnding(commit: 4))
+            wal[layout.frames[damagedFrame - 1].pageOffset + layout.pageSize / 2] ^= 0x01
             try Data(wal).write(to: URL(fileURLWithPath: copy + "-wal"))
 
             let report = try WriteAheadLogReport.check(path: copy + "-wal")

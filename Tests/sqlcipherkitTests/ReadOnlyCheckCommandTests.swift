@@ -176,17 +176,9 @@ struct ReadOnlyCheckCommandTests {
         writer.close()
         // One flipped byte in the page of the frame that ends the second commit.
         var wal = try fileBytes(db + "-wal")
-        let pageSize = Int(wal[8]) << 24 | Int(wal[9]) << 16 | Int(wal[10]) << 8 | Int(wal[11])
-        var commits = 0
-        var damagedFrame = 0
-        var offset = 32
-        while offset + 24 + pageSize <= wal.count {
-            damagedFrame += 1
-            if wal[offset + 4..<offset + 8].contains(where: { $0 != 0 }) { commits += 1 }
-            if commits == 2 { break }
-            offset += 24 + pageSize
-        }
-        wal[offset + 24 + pageSize / 3] ^= 0x04
+        let layout = WALFrames(wal)
+        let damagedFrame = try #require(layout.frameEnding(commit: 2))
+        wal[layout.frames[damagedFrame - 1].pageOffset + layout.pageSize / 3] ^= 0x04
         try Data(wal).write(to: URL(fileURLWithPath: db + "-wal"))
         let before = try Self.folder(scratch)
 
