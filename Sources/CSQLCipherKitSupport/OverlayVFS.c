@@ -9,7 +9,10 @@
 // - every real file is opened read-only, nothing is created, written, truncated, synced or deleted on disk;
 // - the database file gets one real lock, SHARED, taken at the first read and held until the file closes: no other
 //   connection can write the file or roll a journal back into it while the check reads; anything above SHARED
-//   (what a rollback asks for) is granted inside the overlay only;
+//   (what a rollback asks for) is granted inside the overlay only, and, as the real lock would be, not while another
+//   connection holds RESERVED;
+// - a file reads as the real one until the connection first writes or truncates it (so a change another connection
+//   commits before this one's lock is seen, as it would be); from then on its bytes and size are the overlay's;
 // - a side file that does not exist reads as an empty file that exists only here; a deleted one stops existing here;
 // - the WAL index is private heap memory: no -shm is opened, mapped or created.
 //
@@ -43,9 +46,11 @@
 
 // MARK: - Bytes that replace a file's own
 
-/// A file as the overlay shows it: `size` bytes, of which those in a chunk come from memory, the others below
-/// `baseLimit` from the real file, and the rest are zero.
+/// A file as the overlay shows it. Until the connection first writes or truncates it, it is the real file as it is
+/// now (another connection may still change it before this one holds its lock); from then on, `size` bytes, of which
+/// those in a chunk come from memory, the others below `baseLimit` from the real file, and the rest are zero.
 typedef struct {
+    int isDetached;
     sqlite3_int64 size;
     sqlite3_int64 baseLimit;
     sqlite3_int64 *chunkKeys;
@@ -137,8 +142,32 @@ static ChunkPiece chunkPiece(sqlite3_int64 offset, int done, int count) {
     return piece;
 }
 
+/// Takes the real file's size as the overlay's own before the first change.
+static int detachData(OverlayData *data, sqlite3_file *real) {
+    if (data->isDetached) return SQLITE_OK;
+    sqlite3_int64 size = 0;
+    if (real != NULL) {
+        int rc = real->pMethods->xFileSize(real, &size);
+        if (rc != SQLITE_OK) return rc;
+    }
+    data->size = size;
+    data->baseLimit = size;
+    data->isDetached = 1;
+    return SQLITE_OK;
+}
+
+static int dataSize(const OverlayData *data, sqlite3_file *real, sqlite3_int64 *size) {
+    *size = 0;
+    if (data->isDetached) {
+        *size = data->size;
+        return SQLITE_OK;
+    }
+    return real != NULL ? real->pMethods->xFileSize(real, size) : SQLITE_OK;
+}
+
 static int readData(const OverlayData *data, sqlite3_file *real, void *buffer, int count, sqlite3_int64 offset) {
     unsigned char *out = buffer;
+    if (!data->isDetached && real != NULL) return real->pMethods->xRead(real, buffer, count, offset);
     sqlite3_int64 available = data->size - offset;
     int wanted = available <= 0 ? 0 : (available < count ? (int)available : count);
     int done = 0;
@@ -162,6 +191,8 @@ static int readData(const OverlayData *data, sqlite3_file *real, void *buffer, i
 
 static int writeData(OverlayData *data, sqlite3_file *real, const void *buffer, int count, sqlite3_int64 offset) {
     const unsigned char *in = buffer;
+    int detached = detachData(data, real);
+    if (detached != SQLITE_OK) return detached;
     int done = 0;
     while (done < count) {
         ChunkPiece part = chunkPiece(offset, done, count);
@@ -190,7 +221,9 @@ static int writeData(OverlayData *data, sqlite3_file *real, const void *buffer, 
     return SQLITE_OK;
 }
 
-static int truncateData(OverlayData *data, sqlite3_int64 size) {
+static int truncateData(OverlayData *data, sqlite3_file *real, sqlite3_int64 size) {
+    int detached = detachData(data, real);
+    if (detached != SQLITE_OK) return detached;
     if (size < data->size) {
         sqlite3_int64 firstDropped = (size + OVERLAY_CHUNK_SIZE - 1) / OVERLAY_CHUNK_SIZE;
         if (data->chunkCapacity > 0 && rebuildChunks(data, data->chunkCapacity, firstDropped) != SQLITE_OK) {
@@ -217,8 +250,6 @@ typedef struct OverlayEntry {
     int isDeleted;
     /// Exists only here (created by the connection, or created again after it was deleted).
     int isVirtual;
-    /// `data` holds the file's state (set at its first open).
-    int hasData;
     /// The SQLITE_OPEN_* kind it was opened as (SQLITE_OPEN_MAIN_JOURNAL, …), 0 until then.
     int kind;
     OverlayData data;
@@ -331,7 +362,7 @@ static int overlayWrite(sqlite3_file *handle, const void *buffer, int count, sql
 
 static int overlayTruncate(sqlite3_file *handle, sqlite3_int64 size) {
     OverlayFile *file = (OverlayFile *)handle;
-    int rc = truncateData(fileData(file), size);
+    int rc = truncateData(fileData(file), file->real, size);
     if (rc == SQLITE_OK) noteJournalChange(file);
     return rc;
 }
@@ -343,8 +374,8 @@ static int overlaySync(sqlite3_file *handle, int flags) {
 }
 
 static int overlayFileSize(sqlite3_file *handle, sqlite3_int64 *size) {
-    *size = fileData((OverlayFile *)handle)->size;
-    return SQLITE_OK;
+    OverlayFile *file = (OverlayFile *)handle;
+    return dataSize(fileData(file), file->real, size);
 }
 
 static int overlayLock(sqlite3_file *handle, int level) {
@@ -357,6 +388,13 @@ static int overlayLock(sqlite3_file *handle, int level) {
             int rc = file->real->pMethods->xLock(file->real, SQLITE_LOCK_SHARED);
             if (rc != SQLITE_OK) return rc;
             file->holdsRealSharedLock = 1;
+        }
+        if (level > SQLITE_LOCK_SHARED && file->lockLevel <= SQLITE_LOCK_SHARED) {
+            // As the real lock would: not while another connection holds RESERVED (it is writing its journal).
+            int isReserved = 0;
+            int rc = file->real->pMethods->xCheckReservedLock(file->real, &isReserved);
+            if (rc != SQLITE_OK) return rc;
+            if (isReserved) return SQLITE_BUSY;
         }
     }
     if (level > file->lockLevel) file->lockLevel = level;
@@ -527,30 +565,19 @@ static int overlayOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *handle,
                 return rc;
             }
             file->real = real;
-            if (!entry->hasData) {
-                sqlite3_int64 size = 0;
-                rc = real->pMethods->xFileSize(real, &size);
-                if (rc != SQLITE_OK) {
-                    real->pMethods->xClose(real);
-                    free(real);
-                    file->real = NULL;
-                    return rc;
-                }
-                entry->data.size = size;
-                entry->data.baseLimit = size;
-            }
         } else if (!existsHere) {
             // Created here, or created again after a deletion here: nothing of a file on disk shows through.
             clearData(&entry->data);
+            entry->data.isDetached = 1;
             entry->isVirtual = 1;
         }
         entry->isDeleted = 0;
-        entry->hasData = 1;
         entry->kind = flags & (SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_MAIN_JOURNAL | SQLITE_OPEN_TEMP_DB
                                | SQLITE_OPEN_TEMP_JOURNAL | SQLITE_OPEN_TRANSIENT_DB | SQLITE_OPEN_SUBJOURNAL
                                | SQLITE_OPEN_MASTER_JOURNAL | SQLITE_OPEN_WAL);
         file->entry = entry;
     }
+    if (file->entry == NULL) file->anonymous.isDetached = 1;
     file->file.pMethods = &overlayMethods;
     overlay->openFileCount += 1;
     // The connection believes it may write: a hot journal is rolled back (here) instead of stopping the read.
@@ -576,7 +603,6 @@ static int overlayDelete(sqlite3_vfs *vfs, const char *name, int syncsDirectory)
     clearData(&entry->data);
     entry->isDeleted = 1;
     entry->isVirtual = 0;
-    entry->hasData = 0;
     return SQLITE_OK;
 }
 
