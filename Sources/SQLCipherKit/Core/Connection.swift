@@ -188,7 +188,7 @@ public final class Connection {
         var flags = options.mode.flags | SQLITE_OPEN_NOMUTEX
         if options.isURI { flags |= SQLITE_OPEN_URI }
         var sqliteConnection: OpaquePointer?
-        let code = sqlite3_open_v2(path, &sqliteConnection, flags, nil)
+        let code = sqlite3_open_v2(path, &sqliteConnection, flags, options.vfsName)
         guard code == SQLITE_OK, let sqliteConnection else {
             let error = DatabaseError.sqlite(code: code, connection: sqliteConnection)
             sqlite3_close(sqliteConnection)
@@ -284,7 +284,8 @@ public final class Connection {
     ///
     /// See [sqlite3_db_readonly](https://www.sqlite.org/c3ref/db_readonly.html).
     public var isReadOnly: Bool {
-        handle.sqliteConnection.map { sqlite3_db_readonly($0, "main") == 1 } ?? true
+        // A read-only check's connection writes into memory only; for its users it is read-only.
+        options.vfsName != nil || handle.sqliteConnection.map { sqlite3_db_readonly($0, "main") == 1 } ?? true
     }
 
     /// `true` between BEGIN and COMMIT/ROLLBACK (or inside a savepoint).
@@ -540,6 +541,9 @@ public struct OpenOptions: Sendable {
 
     /// Set on the library's own scratch connections, whose key check needs no read-only probe first.
     var skipsKeyProbe = false
+
+    /// The VFS to open with (`nil`: the default); a ``ReadOnlyOverlay``'s for a read-only check.
+    var vfsName: String?
 
     /// Set on a rotation's connection to the file it replaces: `locking_mode = EXCLUSIVE` before the first read, so
     /// the first read takes (or fails to take) an exclusive lock on the file and keeps it until the connection
