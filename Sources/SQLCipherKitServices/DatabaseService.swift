@@ -178,9 +178,9 @@ public final class DatabaseService: Service, Sendable {
             if (try? handOver.rotatingKey()) != nil, let turn = try handOver.takeTurn(waiting: .zero) {
                 defer { turn.release() }
                 if let rotating = try? handOver.rotatingKey(),
-                   Connection.probeKeys(
+                   KeyState.probe(
                     path: path, old: .key(current, settings: configuration.pool.settings),
-                    new: .key(rotating, settings: configuration.pool.settings)) == .old {
+                    new: .key(rotating, settings: configuration.pool.settings), depth: .firstPage) == .old {
                     handOver.removeRotating()
                     logger.notice(
                         "cleared a recorded hand-over whose rekey never happened: the key file opens the database",
@@ -296,7 +296,9 @@ public final class DatabaseService: Service, Sendable {
     private func settleRecordedHandOver() throws {
         let current = state.withLock { $0.key }
         guard let recorded = try handOver.rotatingKey() else { return }
-        switch Connection.probeKeys(path: path, old: .key(current, settings: settings), new: .key(recorded, settings: settings)) {
+        switch KeyState.probe(
+            path: path, old: .key(current, settings: settings), new: .key(recorded, settings: settings), depth: .firstPage
+        ) {
         case .old:
             handOver.removeRotating()
             logger.notice("cleared a recorded hand-over whose rekey never happened", metadata: metadata)
@@ -320,7 +322,7 @@ public final class DatabaseService: Service, Sendable {
         let current = state.withLock { $0.key }
         let candidates = [try? handOver.rotatingKey(), try? handOver.currentKey()].compactMap { $0 }
         for candidate in candidates where !candidate.isSameKey(as: current) {
-            guard opens(candidate) == true, opens(current) == false else { continue }
+            guard probe(current, candidate) == .new else { continue }
             do {
                 try pool.reopen(keyProvider: .fixed(candidate))
             } catch {
@@ -334,21 +336,11 @@ public final class DatabaseService: Service, Sendable {
         }
     }
 
-    /// Whether `key` opens the database: page 1 read and authenticated on a fresh read-only connection. `nil` when
-    /// another connection's lock kept it from being checked.
-    private func opens(_ key: EncryptionKey) -> Bool? {
-        do {
-            let connection = try Connection(
-                path: path, encryption: .key(key, settings: settings),
-                options: OpenOptions(mode: .readOnly, busyTimeout: .seconds(1)))
-            defer { connection.close() }
-            _ = try connection.scalar("SELECT count(*) FROM sqlite_master", as: Int.self)
-            return true
-        } catch let error as DatabaseError where error.kind == .busy || error.resultCode == DatabaseError.SQLITE_BUSY {
-            return nil
-        } catch {
-            return false
-        }
+    /// Which of two keys opens the database, from page 1 (enough to tell which key the file is under).
+    private func probe(_ current: EncryptionKey, _ candidate: EncryptionKey) -> KeyState {
+        KeyState.probe(
+            path: path, old: .key(current, settings: settings), new: .key(candidate, settings: settings),
+            depth: .firstPage, busyTimeout: .seconds(1))
     }
 
     /// The key file was replaced by someone else: another replica that rotated the key, or an operator.
@@ -359,14 +351,14 @@ public final class DatabaseService: Service, Sendable {
             state.withLock { $0.keyFileIdentity = identity }
             return
         }
-        switch (opens(current), opens(fileKey)) {
-        case (false, true):
+        switch probe(current, fileKey) {
+        case .new:
             try pool.reopen(keyProvider: .fixed(fileKey))
             adopt(fileKey, identity: identity)
             logger.notice(
                 .init(stringLiteral: "the key file changed and its key opens the database (another replica rotated it): the pool reopened"
                     + " with it"), metadata: metadata)
-        case (true, false):
+        case .old:
             state.withLock { $0.keyFileIdentity = identity }
             logger.error(
                 .init(stringLiteral: "the key file changed, but its key does not open the database; the pool keeps the key that does. Put"
@@ -374,9 +366,8 @@ public final class DatabaseService: Service, Sendable {
                 metadata: metadata.merging(["pendingKeyFile": "\(pendingKeyFile)"]) { $1 })
         case let opening:
             logger.warning(
-                .init(stringLiteral: "the key file changed; which key opens the database could not be decided"
-                    + " (current key: \(opening.0.map { "\($0)" } ?? "locked"), key file: "
-                    + "\(opening.1.map { "\($0)" } ?? "locked")); checking again later"), metadata: metadata)
+                "the key file changed; which key opens the database could not be decided (\(opening)); checking again later",
+                metadata: metadata)
         }
     }
 
@@ -415,7 +406,7 @@ public final class DatabaseService: Service, Sendable {
         do {
             outcome = try pool.rekey(to: .fixed(pending.key))
         } catch {
-            let opening = Connection.probeKeys(
+            let opening = KeyState.probe(
                 path: path, old: .key(current, settings: settings), new: .key(pending.key, settings: settings))
             switch opening {
             case .new:

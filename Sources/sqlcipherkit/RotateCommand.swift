@@ -172,13 +172,7 @@ struct RotateCommand: OperatorCommand {
                 + (result.backupPath.map { "; original kept at \($0)" } ?? "")
                 + result.warnings.map { "\nwarning: \($0)" }.joined()
         }
-        let state = switch result.keyState {
-        case .old: "it still opens with the old key"
-        case .new: "it opens with the new key"
-        case .neither: "it opens with neither key given"
-        case .locked: "it is locked by another connection or process, so which key opens it was not checked"
-        case .unknown: "which key opens it is unknown"
-        }
+        let state = result.keyState?.description ?? "the file was not looked at"
         let line = "FAILED  \(result.path): \(CLIWording.translate(error.message)); \(state)"
         guard error.kind == .invalidState, error.message.contains("open in other processes") else { return line }
         return line + "\n" + liveRotationHint
@@ -204,7 +198,7 @@ struct RotationReport: Encodable, Sendable {
         /// `path` with symbolic links resolved: the file that was rotated.
         let resolvedPath: String
         let rotated: Bool
-        let keyState: String
+        let keyState: String?
         let method: String
         let durationSeconds: Double
         let backupPath: String?
@@ -225,7 +219,7 @@ struct RotationReport: Encodable, Sendable {
         failedCount = results.count - rotatedCount
         databases = zip(results, statuses).map { result, status in
             Database(
-                path: result.path, resolvedPath: result.resolvedPath, rotated: result.isRotated, keyState: result.keyState.rawValue,
+                path: result.path, resolvedPath: result.resolvedPath, rotated: result.isRotated, keyState: result.keyState?.rawValue,
                 method: result.method.rawValue, durationSeconds: seconds(result.duration),
                 backupPath: result.backupPath, error: result.error.map(ErrorReport.init), exitStatus: status.rawValue,
                 warnings: result.warnings)

@@ -121,7 +121,7 @@ struct RekeyFailureTests {
             // reopening finds the old key (a verification failure). Either way the message says which key opens it.
             let expectedKind: DatabaseError.Kind = Engine.isVersion4 ? .busy : .verificationFailed
             let error = expectError(expectedKind) { try db.rekey(to: TestKeys.otherPassphrase) }
-            #expect(error?.message.contains("OLD key") == true, "\(String(describing: error))")
+            #expect(error?.message.contains("it opens with the old key only") == true, "\(String(describing: error))")
             #expect(db.isClosed)
             try foreign.execute("ROLLBACK")
             foreign.close()

@@ -452,7 +452,7 @@ final class AccessCoordinator: Sendable {
             do {
                 outcome = try writer.sync { db in try db.rekey(to: newEncryption.key!) }
             } catch {
-                let opening = Connection.probeKeys(path: factory.path, old: oldEncryption, new: newEncryption)
+                let opening = KeyState.probe(path: factory.path, old: oldEncryption, new: newEncryption)
                 let logger = factory.options.logger
                 if opening == .new, (try? writer.sync { db in try db.open(encryption: newEncryption) }) != nil {
                     factory.replaceKeyProvider(newKeyProvider, derived: derived)

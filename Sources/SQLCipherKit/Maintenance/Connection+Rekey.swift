@@ -84,14 +84,13 @@ extension Connection {
             try quickCheck()
         } catch {
             close()
-            let opening = Self.probeKeys(
+            let opening = KeyState.probe(
                 path: path, old: .key(oldKey, settings: settings), new: .key(newKey, settings: settings))
             let state = switch opening {
-            case .locked: "another connection holds a lock, so which key opens the file could not be checked"
-            case .old: "the file still opens with the OLD key only; nothing was changed"
-            case .new: "the file opens with the NEW key, but verification failed"
-            case .both: "the file opens with both keys (were they the same?)"
-            case .neither: "the file opens with NEITHER key; restore it from a backup"
+            case .old: "\(opening); nothing was changed"
+            case .new: "\(opening), but the check after the rekey failed"
+            case .neither: "\(opening): restore it from a backup"
+            case .both, .locked: "\(opening)"
             }
             let underlying = error as? DatabaseError
             var reason = underlying?.message ?? "\(error)"
@@ -148,53 +147,6 @@ extension Connection {
 
         package init(isWALTruncated: Bool) {
             self.isWALTruncated = isWALTruncated
-        }
-    }
-
-    /// What a key does to a file: opens it (and every page checks out), does not, or cannot be tried because another
-    /// connection holds a lock.
-    enum KeyProbe: Equatable {
-        case opens
-        case doesNotOpen
-        case busy
-    }
-
-    /// Tries a key with `quick_check` over every page, reading the file as SQLite will after recovery and writing
-    /// nothing (``ReadOnlyCheck``): a hot journal left by a crash is rolled back in memory, so the answer is the
-    /// key that opens the file once it is opened read-write.
-    static func probeKey(path: String, encryption: Encryption, busyTimeout: Duration = .milliseconds(200)) -> KeyProbe {
-        do {
-            try ReadOnlyCheck(path: path).run(encryption: encryption, busyTimeout: busyTimeout) { connection in
-                try connection.quickCheck()
-            }
-            return .opens
-        } catch let error as DatabaseError
-            where error.kind == .busy || error.resultCode == DatabaseError.SQLITE_BUSY
-                || error.resultCode == DatabaseError.SQLITE_LOCKED {
-            return .busy
-        } catch {
-            return .doesNotOpen
-        }
-    }
-
-    /// Which of two keys opens a file: the old one only, the new one only, both, neither, or not known because
-    /// another connection holds a lock. Each key is tried with ``probeKey(path:encryption:busyTimeout:)``: the one
-    /// answer to "which key opens it" after a failed rekey or rotation.
-    package enum KeysOpening: Equatable, Sendable {
-        case old
-        case new
-        case both
-        case neither
-        case locked
-    }
-
-    package static func probeKeys(path: String, old: Encryption, new: Encryption) -> KeysOpening {
-        switch (probeKey(path: path, encryption: old), probeKey(path: path, encryption: new)) {
-        case (.busy, _), (_, .busy): .locked
-        case (.opens, .doesNotOpen): .old
-        case (.doesNotOpen, .opens): .new
-        case (.opens, .opens): .both
-        case (.doesNotOpen, .doesNotOpen): .neither
         }
     }
 

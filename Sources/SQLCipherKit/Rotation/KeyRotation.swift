@@ -53,20 +53,6 @@ public struct RotationRequest: Sendable {
 
 /// The outcome of one rotation.
 public struct RotationResult: Sendable, CustomStringConvertible {
-    /// Which of the two keys given in the request opens the database after the attempt.
-    public enum KeyState: String, Sendable {
-        /// The old key (the database is as it was).
-        case old
-        /// The new key.
-        case new
-        /// Neither key given (for example, the given old key was wrong to begin with).
-        case neither
-        /// Another connection or process holds a lock on the database, so which key opens it could not be checked.
-        case locked
-        /// Not known: the check itself failed, or both keys open it.
-        case unknown
-    }
-
     /// The database file, as the request named it.
     public let path: String
     /// The file that was rotated: ``path`` with symbolic links resolved (a symlink is followed, never replaced).
@@ -75,8 +61,10 @@ public struct RotationResult: Sendable, CustomStringConvertible {
     public let method: RotationMethod
     /// `nil` when the database was rotated; the reason otherwise.
     public let error: DatabaseError?
-    /// Which key opens the file now: ``KeyState/new`` after success; after a failure, normally ``KeyState/old``.
-    public let keyState: KeyState
+    /// Which of the request's two keys opens the file now, from a fresh probe: ``KeyState/new`` after success;
+    /// after a failure, normally ``KeyState/old``. `nil` when the rotation was refused before the file was looked at
+    /// (a file named twice, a key that could not be read).
+    public let keyState: KeyState?
     /// Where the copy of the original was written (``RotationRequest/backupDirectory``).
     public let backupPath: String?
     /// How long the rotation took.
@@ -85,7 +73,7 @@ public struct RotationResult: Sendable, CustomStringConvertible {
     public let warnings: [String]
 
     init(
-        path: String, resolvedPath: String, method: RotationMethod, error: DatabaseError?, keyState: KeyState,
+        path: String, resolvedPath: String, method: RotationMethod, error: DatabaseError?, keyState: KeyState?,
         backupPath: String?, duration: Duration, warnings: [String] = []
     ) {
         self.path = path
@@ -104,13 +92,7 @@ public struct RotationResult: Sendable, CustomStringConvertible {
     /// One line: path, outcome, key state.
     public var description: String {
         if let error {
-            let state = switch keyState {
-            case .old: "it still opens with the old key"
-            case .new: "it opens with the new key"
-            case .neither: "it opens with neither of the keys given"
-            case .locked: "it is locked by another connection, so which key opens it was not checked"
-            case .unknown: "which key opens it is unknown"
-            }
+            let state = keyState.map(\.description) ?? "the file was not looked at"
             return "\(path): FAILED (\(error.message)); \(state)"
         }
         // resolvedPath is absolute and canonical: only a path that is itself a symbolic link is worth saying.
@@ -176,7 +158,7 @@ public enum KeyRotation {
                         + " database once. Nothing was changed")
                 return RotationResult(
                     path: request.path, resolvedPath: realPath(request.path) ?? request.path, method: request.method,
-                    error: error, keyState: .unknown, backupPath: nil, duration: .zero)
+                    error: error, keyState: nil, backupPath: nil, duration: .zero)
             }
             return rotateReporting(request, progress: progress.map { report in { try report(request.path, $0) } })
         }
@@ -212,7 +194,7 @@ public enum KeyRotation {
             } catch {
                 return RotationResult(
                     path: path, resolvedPath: realPath(path) ?? path, method: method, error: asDatabaseError(error),
-                    keyState: .unknown, backupPath: nil, duration: .zero)
+                    keyState: nil, backupPath: nil, duration: .zero)
             }
         }
     }
@@ -525,15 +507,10 @@ public enum KeyRotation {
     }
 
     /// What a fresh probe finds, "locked" included: never a guess.
-    private static func keyState(of request: RotationRequest) -> RotationResult.KeyState {
-        switch Connection.probeKeys(path: request.path, old: request.oldEncryption, new: request.newEncryption) {
-        case .locked: .locked
-        case .old: .old
-        case .new: .new
-        case .neither: .neither
-        case .both: .unknown
-        }
+    private static func keyState(of request: RotationRequest) -> KeyState {
+        KeyState.probe(path: request.path, old: request.oldEncryption, new: request.newEncryption)
     }
+
 
     private static func refused(_ message: String) -> DatabaseError {
         DatabaseError(.invalidState, "rotation refused: \(message)")
