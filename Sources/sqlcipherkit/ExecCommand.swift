@@ -29,7 +29,7 @@ struct ExecCommand: OperatorCommand {
             Example:
               sqlcipherkit exec notes.db --key-file notes.key "SELECT count(*) FROM note"
               sqlcipherkit exec new.db --key-env NOTES_KEY --create --header "CREATE TABLE t(x); INSERT INTO t VALUES (1); SELECT * FROM t"
-              sqlcipherkit exec notes.db --key-file notes.key --mode csv --header "SELECT * FROM note" > note.csv
+              sqlcipherkit exec notes.db --key-env K --mode csv "SELECT * FROM note"
               sqlcipherkit exec notes.db --key-file notes.key --file migrate.sql
               sqlcipherkit exec notes.db --key-file notes.key - < migrate.sql
               sqlcipherkit exec legacy-plain.db --plaintext "SELECT count(*) FROM sqlite_master"
