@@ -52,6 +52,25 @@ struct ShellTerminalTests {
         #expect(terminal.finish() == 0)
     }
 
+    @Test("SIGINT while a statement runs interrupts it, and the shell goes on")
+    func interruptsRunningStatement() throws {
+        let scratch = try Scratch()
+        let (keyPath, key) = try scratch.rawKeyFile("k")
+        _ = try scratch.database("notes.db", key: key, rowCount: 1)
+        let terminal = try PseudoTerminal(["shell", "notes.db", "--key-file", keyPath], in: scratch)
+        try terminal.waitFor(Self.prompt)
+        // Endless rows: output arriving proves the statement is running (rows are written in 64 KiB blocks).
+        terminal.send("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c;\r")
+        try terminal.waitFor("\r\n1000\r\n")
+        kill(terminal.pid, SIGINT)
+        let interrupted = try terminal.waitFor(Self.prompt)
+        #expect(interrupted.contains("interrupt"), "\(interrupted.suffix(300).debugDescription)")
+        terminal.send("SELECT 'still here';\r")
+        #expect(try terminal.waitFor(Self.prompt).contains("\r\nstill here\r\n"))
+        terminal.send(".quit\r")
+        #expect(terminal.finish() == 0)
+    }
+
     @Test("the key typed at the prompt is not echoed, not in argv, not in the history; PRAGMA key is refused and forgotten")
     func keyNeverShows() throws {
         let scratch = try Scratch()
