@@ -7,7 +7,7 @@ import Darwin
 #endif
 
 /// `sqlcipherkit exec`: runs SQL for scripts (``Connection/executeScript(_:eachRow:)``).
-struct ExecCommand: OperatorCommand {
+struct ExecCommand: SQLSessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "exec",
         abstract: "Run SQL statements on an encrypted database and print the rows.",
@@ -84,22 +84,14 @@ struct ExecCommand: OperatorCommand {
                 "standard input cannot hold both the SQL (-) and the key (--key-stdin): give the key with"
                     + " --key-file or --key-env")
         }
-        if plaintext && (key.isGiven || !cipher.isEmpty) {
-            throw ValidationError("--plaintext opens an unencrypted database: give no key and no cipher option")
-        }
+        try validateOpening()
         try printing.validate(json: output.json)
     }
 
     func run() throws {
-        let encryption: Encryption = plaintext ? .none : try cipher.encryption(for: try key.loadKey())
-        if DatabaseFileInspection.inspect(path: database).format == .missing && !create {
-            throw CommandFailure(
-                "\(database) does not exist; pass --create to create a new database", kind: "missingFile")
-        }
-        let script = try loadScript()
-        let connection = try Connection(
-            path: database, encryption: encryption, options: OpenOptions(allowsPlaintextAttachments: allowPlaintext))
+        let connection = try openConnection()
         defer { connection.close() }
+        let script = try loadScript()
         if Output.isJSON {
             try runForJSON(script, on: connection)
         } else {

@@ -7,7 +7,7 @@ import Darwin
 #endif
 
 /// `sqlcipherkit shell`: an interactive SQL shell on one ``Connection``, keyed once.
-struct ShellCommand: OperatorCommand {
+struct ShellCommand: SQLSessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "shell",
         abstract: "An interactive SQL shell on an encrypted database, keyed once.",
@@ -71,9 +71,7 @@ struct ShellCommand: OperatorCommand {
                 "the shell reads its statements from standard input: give the key with --key-file or --key-env, or"
                     + " type it when asked")
         }
-        if plaintext && (key.isGiven || !cipher.isEmpty) {
-            throw ValidationError("--plaintext opens an unencrypted database: give no key and no cipher option")
-        }
+        try validateOpening()
         try printing.validate(json: output.json)
         if output.json && Terminal.isStandardInputTerminal {
             throw ValidationError("--json needs the statements on standard input (a script), not a terminal")
@@ -82,13 +80,7 @@ struct ShellCommand: OperatorCommand {
 
     func run() throws {
         let isInteractive = Terminal.isStandardInputTerminal
-        let encryption: Encryption = plaintext ? .none : try cipher.encryption(for: try key.loadKey())
-        if DatabaseFileInspection.inspect(path: database).format == .missing && !create {
-            throw CommandFailure(
-                "\(database) does not exist; pass --create to create a new database", kind: "missingFile")
-        }
-        let connection = try Connection(
-            path: database, encryption: encryption, options: OpenOptions(allowsPlaintextAttachments: allowPlaintext))
+        let connection = try openConnection()
         defer { connection.close() }
         let collected = Output.isJSON ? CollectingSink() : nil
         let session = ShellSession(
