@@ -157,12 +157,31 @@ public final class DatabasePool: DatabaseWriter {
     /// ``Connection/rekey(to:)`` (verified, WAL truncated), and `newKeyProvider` becomes the pool's provider. A
     /// passphrase is derived once for the existing salt, so later connections still skip the KDF.
     ///
-    /// Other processes must not have the database open (see ``Connection/rekey(to:)``).
+    /// Other processes' connections keep the old key and fail at their next read (see ``Connection/rekey(to:)``);
+    /// a reader in another process can keep the WAL from being truncated, which the outcome reports.
     ///
-    /// - Throws: The provider's error or the rekey's (the pool then keeps the old key when the file still opens
-    ///   with it; otherwise it is closed).
-    public func rekey(to newKeyProvider: KeyProvider) throws {
+    /// When the rekey reports an error, a fresh probe decides which key opens the file: if the new key does (the
+    /// error came after it took), the pool goes on with the new key and this method returns; if the old key does,
+    /// the pool keeps it and the error is thrown; if neither can be shown to, the pool keeps whichever key opens a
+    /// fresh connection (and closes only when none does), and the error is thrown.
+    ///
+    /// - Returns: What was left to do (a WAL not yet truncated).
+    /// - Throws: The provider's error, or the rekey's when the file does not open with the new key.
+    @discardableResult
+    public func rekey(to newKeyProvider: KeyProvider) throws -> Connection.RekeyOutcome {
         try coordinator.rekey(to: newKeyProvider)
+    }
+
+    /// Reopens every connection with the key of `newKeyProvider`, for a database whose key another process changed
+    /// (another replica of a service rotated it): new work waits, work in flight finishes, readers close, and the
+    /// writer reopens with the new key, which becomes the pool's provider.
+    ///
+    /// The new key is first checked on a fresh read-only connection: when it does not open the file, nothing
+    /// changes and the error is thrown.
+    ///
+    /// - Throws: The provider's error, or the check's (``DatabaseError/wrongKey`` when the key does not open it).
+    public func reopen(keyProvider newKeyProvider: KeyProvider) throws {
+        try coordinator.reopen(keyProvider: newKeyProvider)
     }
 
     /// Waits for the work in flight, then closes every connection; later calls throw

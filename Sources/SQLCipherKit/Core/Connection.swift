@@ -241,6 +241,16 @@ public final class Connection {
     /// `true` after ``close()``.
     public var isClosed: Bool { !handle.isOpen }
 
+    /// Closes without removing or truncating the `-wal` by name (`SQLITE_FCNTL_PERSIST_WAL`): for a connection to a
+    /// file that was just replaced by a rename, whose `-wal` name now belongs to the new file.
+    func closeKeepingSideFiles() {
+        if let sqliteConnection = handle.sqliteConnection {
+            var persist: CInt = 1
+            _ = sqlite3_file_control(sqliteConnection, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+        }
+        close()
+    }
+
     @usableFromInline
     func checkedConnection(sql: String? = nil) throws(DatabaseError) -> OpaquePointer {
         guard let sqliteConnection = handle.sqliteConnection else { throw DatabaseError.closed(sql: sql) }
@@ -530,6 +540,12 @@ public struct OpenOptions: Sendable {
 
     /// Set on the library's own scratch connections, whose key check needs no read-only probe first.
     var skipsKeyProbe = false
+
+    /// Set on a rotation's connection to the file it replaces: `locking_mode = EXCLUSIVE` before the first read, so
+    /// the first read takes (or fails to take) an exclusive lock on the file and keeps it until the connection
+    /// closes, and a WAL database's index lives in this connection's memory: no `-shm` is mapped, so nothing of it
+    /// is shared with whoever opens the file that replaces this one under the same name.
+    var holdsExclusiveLock = false
 
     /// Where the connection reports opens, failed opens, rekeys, backups and exports (swift-log). Messages carry
     /// paths, kinds and error messages; never a key, never bound values. `nil` (the default) logs nothing.

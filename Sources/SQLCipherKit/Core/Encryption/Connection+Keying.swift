@@ -51,6 +51,11 @@ extension Connection {
 
         EncryptionGuard.install(on: handle, encryption: encryption, options: options)
 
+        if options.holdsExclusiveLock {
+            // Before the first read: only then does a WAL database keep its index in this connection's memory.
+            try execute("PRAGMA locking_mode = EXCLUSIVE")
+        }
+
         if let existingSize, existingSize > 0 {
             try verifyExistingFile(size: existingSize, encryption: encryption)
         }
