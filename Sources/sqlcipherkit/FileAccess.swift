@@ -38,10 +38,11 @@ enum FileAccess {
     }
 
     /// Opens `path` for the shell's `.output`: created with mode 0600; never through a symbolic link (O_NOFOLLOW);
-    /// an existing file only when it is a regular file other users cannot read (the output is plaintext), and never
-    /// the database itself or its -wal, -shm or -journal (truncating it would destroy the data). Truncated only
-    /// once all of that is checked.
-    static func openForOutput(_ path: String, database: String) throws -> CInt {
+    /// an existing file only when it is a regular file of this user's that other users cannot read (the output is
+    /// plaintext; a file someone else made in a shared folder stays theirs to read), and never one of `protected`
+    /// (the database, its -wal, -shm and -journal, the key file: truncating one would destroy the data or the key).
+    /// Truncated only once all of that is checked.
+    static func openForOutput(_ path: String, protecting protected: [String]) throws -> CInt {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK, 0o600)
         guard descriptor >= 0 else {
             let reason = errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))
@@ -53,11 +54,13 @@ enum FileAccess {
             refusal = String(cString: strerror(errno))
         } else if (status.st_mode & S_IFMT) != S_IFREG {
             refusal = "it is not a regular file"
+        } else if status.st_uid != geteuid() {
+            refusal = "it belongs to another user"
         } else if status.st_mode & 0o077 != 0 {
             refusal = "other users can read it (mode \(String(status.st_mode & 0o777, radix: 8))); results are written"
                 + " in plaintext: remove it or chmod 600 it first"
-        } else if isDatabaseFile(status, database: database) {
-            refusal = "it is the database or one of its side files"
+        } else if let file = protected.first(where: { isSameFile(status, $0) }) {
+            refusal = "it is \(file), which the shell uses"
         } else if ftruncate(descriptor, 0) != 0 {
             refusal = String(cString: strerror(errno))
         }
@@ -69,12 +72,15 @@ enum FileAccess {
         return descriptor
     }
 
-    /// Whether `status` is the database's file or one of its side files (same device and inode).
-    private static func isDatabaseFile(_ status: stat, database: String) -> Bool {
-        ["", "-wal", "-shm", "-journal"].contains { suffix in
-            var other = stat()
-            return stat(database + suffix, &other) == 0 && other.st_dev == status.st_dev && other.st_ino == status.st_ino
-        }
+    /// The files `.output` must never truncate: the database, its side files, the key file.
+    static func filesInUse(database: String, keyFile: String?) -> [String] {
+        ["", "-wal", "-shm", "-journal"].map { database + $0 } + (keyFile.map { [$0] } ?? [])
+    }
+
+    /// Whether `status` is the file at `path` (same device and inode).
+    private static func isSameFile(_ status: stat, _ path: String) -> Bool {
+        var other = stat()
+        return stat(path, &other) == 0 && other.st_dev == status.st_dev && other.st_ino == status.st_ino
     }
 }
 

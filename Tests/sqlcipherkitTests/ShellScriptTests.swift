@@ -177,14 +177,24 @@ struct ShellScriptTests {
         #expect(try String(contentsOfFile: f.scratch.path("out.csv"), encoding: .utf8) == "again\n")
     }
 
-    @Test(".output refuses a symbolic link, a file others can read, and the database itself, and changes none")
+    @Test(".output refuses a symbolic link, a file others can read, the database and the key file, and changes none")
     func outputRefusals() throws {
         let f = try Fixture()
         try f.scratch.writeFile("target.txt", "untouched\n", mode: 0o600)
         try FileManager.default.createSymbolicLink(atPath: f.scratch.path("link.txt"), withDestinationPath: "target.txt")
         try f.scratch.writeFile("shared.txt", "shared\n", mode: 0o644)
         let before = try Data(contentsOf: URL(fileURLWithPath: f.database))
-        for (path, reason) in [("link.txt", "symbolic link"), ("shared.txt", "other users"), ("notes.db", "database")] {
+        let keyBefore = try Data(contentsOf: URL(fileURLWithPath: f.keyPath))
+        var cases = [
+            ("link.txt", "symbolic link"), ("shared.txt", "other users"), ("notes.db", "notes.db"), ("k", "k, which"),
+        ]
+        // A 0600 file another user made (in a shared folder) stays readable by them: refused too. Needs root to make.
+        if getuid() == 0 {
+            try f.scratch.writeFile("theirs.txt", "theirs\n", mode: 0o600)
+            #expect(chown(f.scratch.path("theirs.txt"), 65534, 65534) == 0)
+            cases.append(("theirs.txt", "another user"))
+        }
+        for (path, reason) in cases {
             let result = try f.shell(".output \(path)\nSELECT body FROM item;\n")
             #expect(result.status == 1, "\(result)")
             #expect(result.standardError.contains(reason), "\(result)")
@@ -193,6 +203,7 @@ struct ShellScriptTests {
         #expect(try String(contentsOfFile: f.scratch.path("target.txt"), encoding: .utf8) == "untouched\n")
         #expect(try String(contentsOfFile: f.scratch.path("shared.txt"), encoding: .utf8) == "shared\n")
         #expect(try Data(contentsOf: URL(fileURLWithPath: f.database)) == before)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: f.keyPath)) == keyBefore)
         #expect(try rowCount(f.database, key: f.key) == 3)
     }
 

@@ -84,8 +84,9 @@ struct ShellCommand: SQLSessionCommand {
         defer { connection.close() }
         let collected = Output.isJSON ? CollectingSink() : nil
         let session = ShellSession(
-            connection: connection, databasePath: database, allowsPlaintext: allowPlaintext, style: printing.style,
-            sink: collected ?? StandardOutputSink())
+            connection: connection, databasePath: database,
+            filesInUse: FileAccess.filesInUse(database: database, keyFile: key.files.first),
+            allowsPlaintext: allowPlaintext, style: printing.style, sink: collected ?? StandardOutputSink())
         defer { if let collected { Output.setJSONResult(ShellReport(output: collected.text)) } }
         if isInteractive {
             try runInteractive(session, connection: connection)

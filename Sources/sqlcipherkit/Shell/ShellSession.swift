@@ -19,6 +19,8 @@ final class ShellSession {
 
     private let connection: Connection
     private let databasePath: String
+    /// What `.output` must never truncate (``FileAccess/filesInUse(database:keyFile:)``).
+    private let filesInUse: [String]
     private let allowsPlaintext: Bool
     private var style: ResultStyle
     private var showsTimer = false
@@ -29,10 +31,11 @@ final class ShellSession {
     /// Ctrl-C interrupts the running statement (interactive only).
     var interrupt: StatementInterrupt?
 
-    init(connection: Connection, databasePath: String, allowsPlaintext: Bool, style: ResultStyle,
-         sink: any TextSink) {
+    init(connection: Connection, databasePath: String, filesInUse: [String], allowsPlaintext: Bool,
+         style: ResultStyle, sink: any TextSink) {
         self.connection = connection
         self.databasePath = databasePath
+        self.filesInUse = filesInUse
         self.allowsPlaintext = allowsPlaintext
         self.style = style
         standardSink = sink
@@ -159,7 +162,7 @@ final class ShellSession {
             guard arguments.count <= 1 else { throw command.usage("[FILE]") }
             try closeOutputFile()
             if let path = arguments.first, path != "stdout" {
-                fileSink = FileSink(path: path, descriptor: try FileAccess.openForOutput(path, database: databasePath))
+                fileSink = FileSink(path: path, descriptor: try FileAccess.openForOutput(path, protecting: filesInUse))
             }
         case "read":
             guard arguments.count == 1 else { throw command.usage("FILE") }
