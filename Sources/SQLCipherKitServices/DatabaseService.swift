@@ -152,6 +152,12 @@ public final class DatabaseService: Service, Sendable {
         let (pool, key) = try Self.openPool(path: path, handOver: handOver, configuration: configuration)
         self.pool = pool
         state = Mutex(State(key: key, keyFileIdentity: EncryptionKey.KeyFileIdentity(path: keyFile)))
+        // Work failing with "file is not a database": another replica rotated the key. Look for it now rather
+        // than at the next check.
+        pool.observeKeyRejections { [weak self] in
+            guard let self else { return }
+            Task { _ = try? await self.check(attemptsHandOver: false) }
+        }
     }
 
     private static func openPool(
@@ -272,7 +278,8 @@ public final class DatabaseService: Service, Sendable {
         let hasPending = attemptsHandOver && handOver.hasPendingKey
         guard hasRecord || keyFileChanged || hasPending else { return false }
         guard let turn = try handOver.takeTurn() else {
-            logger.debug("another process holds the hand-over turn; checking again later", metadata: metadata)
+            // Another replica is handing a key over: its recorded key may already be the one that opens the file.
+            adoptWithoutTurn()
             return false
         }
         defer { turn.release() }
@@ -307,6 +314,43 @@ public final class DatabaseService: Service, Sendable {
         }
     }
 
+    /// While another process holds the turn: reopens the pool with the key that process recorded (or wrote into the
+    /// key file) once that key opens the database and the pool's does not. Reads files, changes none.
+    private func adoptWithoutTurn() {
+        let current = state.withLock { $0.key }
+        let candidates = [try? handOver.rotatingKey(), try? handOver.currentKey()].compactMap { $0 }
+        for candidate in candidates where !candidate.isSameKey(as: current) {
+            guard opens(candidate) == true, opens(current) == false else { continue }
+            do {
+                try pool.reopen(keyProvider: .fixed(candidate))
+            } catch {
+                continue
+            }
+            state.withLock { $0.key = candidate }
+            logger.notice(
+                "another process rotated the key: the pool reopened with it (the process holding the hand-over turn settles the key files)",
+                metadata: metadata)
+            return
+        }
+    }
+
+    /// Whether `key` opens the database: page 1 read and authenticated on a fresh read-only connection. `nil` when
+    /// another connection's lock kept it from being checked.
+    private func opens(_ key: EncryptionKey) -> Bool? {
+        do {
+            let connection = try Connection(
+                path: path, encryption: .key(key, settings: settings),
+                options: OpenOptions(mode: .readOnly, busyTimeout: .seconds(1)))
+            defer { connection.close() }
+            _ = try connection.scalar("SELECT count(*) FROM sqlite_master", as: Int.self)
+            return true
+        } catch let error as DatabaseError where error.kind == .busy || error.resultCode == DatabaseError.SQLITE_BUSY {
+            return nil
+        } catch {
+            return false
+        }
+    }
+
     /// The key file was replaced by someone else: another replica that rotated the key, or an operator.
     private func adoptChangedKeyFile() throws {
         let current = state.withLock { $0.key }
@@ -315,14 +359,14 @@ public final class DatabaseService: Service, Sendable {
             state.withLock { $0.keyFileIdentity = identity }
             return
         }
-        switch Connection.probeKeys(path: path, old: .key(current, settings: settings), new: .key(fileKey, settings: settings)) {
-        case .new:
+        switch (opens(current), opens(fileKey)) {
+        case (false, true):
             try pool.reopen(keyProvider: .fixed(fileKey))
             adopt(fileKey, identity: identity)
             logger.notice(
                 .init(stringLiteral: "the key file changed and its key opens the database (another replica rotated it): the pool reopened"
                     + " with it"), metadata: metadata)
-        case .old:
+        case (true, false):
             state.withLock { $0.keyFileIdentity = identity }
             logger.error(
                 .init(stringLiteral: "the key file changed, but its key does not open the database; the pool keeps the key that does. Put"
@@ -330,8 +374,9 @@ public final class DatabaseService: Service, Sendable {
                 metadata: metadata.merging(["pendingKeyFile": "\(pendingKeyFile)"]) { $1 })
         case let opening:
             logger.warning(
-                .init(stringLiteral: "the key file changed; which key opens the database could not be decided (\(opening)); checking"
-                    + " again later"), metadata: metadata)
+                .init(stringLiteral: "the key file changed; which key opens the database could not be decided"
+                    + " (current key: \(opening.0.map { "\($0)" } ?? "locked"), key file: "
+                    + "\(opening.1.map { "\($0)" } ?? "locked")); checking again later"), metadata: metadata)
         }
     }
 

@@ -168,6 +168,17 @@ final class AccessCoordinator: Sendable {
         }
     }
 
+    /// Told when work fails with `SQLITE_NOTADB` (see ``DatabasePool/observeKeyRejections(_:)``).
+    let keyRejectionObserver = Locked<(@Sendable () -> Void)?>(nil)
+
+    /// Passes a failure that says the key no longer opens the file to the observer.
+    func noteFailure(_ error: any Error) {
+        guard let error = error as? DatabaseError, error.resultCode == DatabaseError.SQLITE_NOTADB,
+              let observer = keyRejectionObserver.withLock({ $0 })
+        else { return }
+        observer()
+    }
+
     // MARK: - Running work on the writer
 
     /// Admits the caller, then runs `body` on the writer, blocking.

@@ -105,7 +105,7 @@ public final class DatabasePool: DatabaseWriter {
 
     /// Runs `body` in a read transaction on a reader connection, blocking the calling thread.
     public func read<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.readTransaction(body)
+        do { return try coordinator.readTransaction(body) } catch { coordinator.noteFailure(error); throw error }
     }
 
     /// Runs `body` in a read transaction on a reader connection, suspending while it waits for one.
@@ -114,7 +114,7 @@ public final class DatabasePool: DatabaseWriter {
     /// ``AsyncReadExecution`` says (by default: in place while the pool's reads are short). A task cancelled before
     /// the closure starts gets `CancellationError` and the closure does not run.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await coordinator.readTransaction(body)
+        do { return try await coordinator.readTransaction(body) } catch { coordinator.noteFailure(error); throw error }
     }
 
     // MARK: - Writing
@@ -122,17 +122,17 @@ public final class DatabasePool: DatabaseWriter {
     /// Runs `body` in an immediate transaction on the writer, blocking the calling thread. Commits when `body`
     /// returns, rolls back when it throws.
     public func write<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.writeTransaction(body)
+        do { return try coordinator.writeTransaction(body) } catch { coordinator.noteFailure(error); throw error }
     }
 
     /// Runs `body` in an immediate transaction on the writer, without blocking Swift's cooperative threads.
     public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await coordinator.writeTransaction(body)
+        do { return try await coordinator.writeTransaction(body) } catch { coordinator.noteFailure(error); throw error }
     }
 
     /// Runs `body` on the writer outside any transaction (for VACUUM, PRAGMAs, or transactions of your own).
     public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.onWriter(body)
+        do { return try coordinator.onWriter(body) } catch { coordinator.noteFailure(error); throw error }
     }
 
     /// Runs `body` on the writer outside any transaction, without blocking Swift's cooperative threads (for PRAGMAs,
@@ -146,7 +146,7 @@ public final class DatabasePool: DatabaseWriter {
     public func writeWithoutTransaction<T: Sendable>(
         _ body: @escaping @Sendable (Connection) throws -> T
     ) async throws -> T {
-        try await coordinator.onWriter(body)
+        do { return try await coordinator.onWriter(body) } catch { coordinator.noteFailure(error); throw error }
     }
 
     // MARK: - Keys and lifetime
@@ -182,6 +182,13 @@ public final class DatabasePool: DatabaseWriter {
     /// - Throws: The provider's error, or the check's (``DatabaseError/wrongKey`` when the key does not open it).
     public func reopen(keyProvider newKeyProvider: KeyProvider) throws {
         try coordinator.reopen(keyProvider: newKeyProvider)
+    }
+
+    /// Calls `observer` (on the thread of the failed work) whenever work on the pool fails with `SQLITE_NOTADB`:
+    /// the file no longer opens with the pool's key, because another process rotated it. A service uses it to look
+    /// for the new key at once rather than at its next check.
+    package func observeKeyRejections(_ observer: @escaping @Sendable () -> Void) {
+        coordinator.keyRejectionObserver.withLock { $0 = observer }
     }
 
     /// Waits for the work in flight, then closes every connection; later calls throw

@@ -243,11 +243,15 @@ public enum KeyRotation {
                     var warnings: [String] = []
                     switch request.method {
                     case .copy:
-                        (backupPath, warnings) = try rotateByCopy(request, progress: progress)
+                        let verifiedFile: OpenFiles.FileID?
+                        (backupPath, warnings, verifiedFile) = try rotateByCopy(request, progress: progress)
+                        try verifyRotated(request, isVerifiedFile: verifiedFile != nil
+                            && OpenFiles.fileID(path: request.path) == verifiedFile)
                     case .inPlace:
+                        // The rekey verified every page under the new key before it returned.
                         backupPath = try rotateInPlace(request)
+                        try verifyRotated(request, isVerifiedFile: true)
                     }
-                    try verifyRotated(request)
                     return RotationResult(
                         path: requestedPath, resolvedPath: resolvedPath, method: request.method, error: nil,
                         keyState: .new, backupPath: backupPath, duration: clock.now - start, warnings: warnings)
@@ -312,7 +316,7 @@ public enum KeyRotation {
 
     private static func rotateByCopy(
         _ request: RotationRequest, progress: ((BackupProgress) throws -> Void)?
-    ) throws -> (backupPath: String?, warnings: [String]) {
+    ) throws -> (backupPath: String?, warnings: [String], verifiedFile: OpenFiles.FileID?) {
         guard request.newEncryption.key != nil else {
             throw refused("the new encryption has no key; decrypting is done with an export, not a rotation")
         }
@@ -328,6 +332,7 @@ public enum KeyRotation {
             throw error
         }
         var isReplaced = false
+        var verifiedFile: OpenFiles.FileID?
         defer {
             // The connection first: closing the descriptor would drop its lock. Once the file is replaced, the
             // `-wal` name is the new file's: the old connection must not remove it as it closes.
@@ -335,8 +340,12 @@ public enum KeyRotation {
             replaced.close()
         }
         let backupPath = try backUpOriginal(request, from: lock)
-        // Nothing can change under the exclusive lock: the copy must have exactly these rows.
-        let source = try lock.summary(countingRows: true)
+        let target = try Connection.inMemory(encryption: request.newEncryption)
+        let layoutsMatch = try lock.cipherLayout() == target.cipherLayout()
+        target.close()
+        // Nothing can change under the exclusive lock. A page-for-page copy is proven by its page count and by every
+        // page authenticated under the new key; an export (SQL) by the row count of every table as well.
+        let source = try lock.summary(countingRows: !layoutsMatch)
         let replacement = try AtomicReplacement(
             destination: request.path, policy: .replaceExisting, operation: "rotation")
         // A process that opened the file while the copy was written waits for the lock, and would write into the
@@ -354,9 +363,6 @@ public enum KeyRotation {
             }
         }
         do {
-            let target = try Connection.inMemory(encryption: request.newEncryption)
-            let layoutsMatch = try lock.cipherLayout() == target.cipherLayout()
-            target.close()
             if layoutsMatch {
                 // The backup API keeps every byte of the file's structure (auto_vacuum, free pages, header).
                 let pageCount = try lock.backUp(
@@ -364,12 +370,15 @@ public enum KeyRotation {
                     progress: progress)
                 try replacement.commit(verify: { copyPath in
                     try Connection.verifyCopy(
-                        at: copyPath, encryption: request.newEncryption, expected: source, pageCount: pageCount)
+                        at: copyPath, encryption: request.newEncryption, expected: source, pageCount: pageCount,
+                        checksFreePages: false)
+                    verifiedFile = OpenFiles.fileID(path: copyPath)
                 }, beforeRename: refuseLateOpeners)
             } else {
                 _ = try lock.export(intoNewFile: replacement.temporaryPath, encryption: request.newEncryption)
                 try replacement.commit(verify: { copyPath in
                     try Connection.verifyExport(at: copyPath, encryption: request.newEncryption, source: source)
+                    verifiedFile = OpenFiles.fileID(path: copyPath)
                 }, beforeRename: refuseLateOpeners)
             }
         } catch {
@@ -377,7 +386,7 @@ public enum KeyRotation {
             throw error
         }
         isReplaced = true
-        return (backupPath, keepLateOpenersOut(of: replaced, request: request))
+        return (backupPath, keepLateOpenersOut(of: replaced, request: request), verifiedFile)
     }
 
     /// Runs between the last check for other processes and the rename, for the database at the key's path (tests
@@ -494,21 +503,24 @@ public enum KeyRotation {
         return destination
     }
 
-    /// The new key opens the database and passes `quick_check`; the old key does not open it.
-    private static func verifyRotated(_ request: RotationRequest) throws {
+    /// After the rename or the rekey: the new key opens the database and the old key does not.
+    ///
+    /// When the file is the one whose every page was verified under the new key (the renamed copy, by device and
+    /// inode, or the file the rekey verified), page 1 with each key is enough: a second full `quick_check` would read
+    /// every page again to learn nothing new. Otherwise (the file was replaced meanwhile by someone else) every page
+    /// is checked. The old key is tried on page 1 only: when it does not open page 1 it opens nothing.
+    private static func verifyRotated(_ request: RotationRequest, isVerifiedFile: Bool) throws {
         let rotated = try Connection(
             path: request.path, encryption: request.newEncryption, options: OpenOptions(mode: .readWrite))
-        try rotated.quickCheck()
-        rotated.close()
-        if Connection.probeKey(path: request.path, encryption: request.oldEncryption) == .opens {
+        defer { rotated.close() }
+        if !isVerifiedFile { try rotated.quickCheck() }
+        var options = OpenOptions(mode: .readOnly, busyTimeout: .milliseconds(200))
+        options.logger = nil
+        if let old = try? Connection(path: request.path, encryption: request.oldEncryption, options: options) {
+            old.close()
             throw DatabaseError(
                 .verificationFailed,
                 "the old key still opens \(request.path) after the rotation (were both keys the same?)")
-        }
-        // Stale shared-memory index of the old file; rebuilt by the next opener.
-        if regularFileSize(atPath: request.path + "-wal") == 0 {
-            unlink(request.path + "-wal")
-            unlink(request.path + "-shm")
         }
     }
 
