@@ -200,6 +200,9 @@ public final class DatabasePool: DatabaseWriter {
     /// `true` after ``close()``.
     public var isClosed: Bool { coordinator.isClosed }
 
+    /// Whether every connection of the pool enforces foreign keys (``OpenOptions/enforcesForeignKeys``).
+    public var enforcesForeignKeys: Bool { coordinator.factory.options.enforcesForeignKeys }
+
     /// The number of reader connections currently open.
     public var readerConnectionCount: Int { coordinator.openReaderCount }
 }

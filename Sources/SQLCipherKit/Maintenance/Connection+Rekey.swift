@@ -159,14 +159,14 @@ extension Connection {
         case busy
     }
 
-    /// Tries a key on a fresh read-only connection (which never writes: no journal is replayed, no WAL
-    /// checkpointed), with `quick_check` over every page.
+    /// Tries a key with `quick_check` over every page, reading the file as SQLite will after recovery and writing
+    /// nothing (``ReadOnlyCheck``): a hot journal left by a crash is rolled back in memory, so the answer is the
+    /// key that opens the file once it is opened read-write.
     static func probeKey(path: String, encryption: Encryption, busyTimeout: Duration = .milliseconds(200)) -> KeyProbe {
         do {
-            let connection = try Connection(
-                path: path, encryption: encryption, options: OpenOptions(mode: .readOnly, busyTimeout: busyTimeout))
-            defer { connection.close() }
-            try connection.quickCheck()
+            try ReadOnlyCheck(path: path).run(encryption: encryption, busyTimeout: busyTimeout) { connection in
+                try connection.quickCheck()
+            }
             return .opens
         } catch let error as DatabaseError
             where error.kind == .busy || error.resultCode == DatabaseError.SQLITE_BUSY
