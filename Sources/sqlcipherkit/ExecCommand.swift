@@ -1,22 +1,37 @@
 import ArgumentParser
 import SQLCipherKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `sqlcipherkit exec`: runs SQL for scripts (``Connection/executeScript(_:eachRow:)``).
-struct ExecCommand: OperatorCommand {
+struct ExecCommand: SQLSessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "exec",
         abstract: "Run SQL statements on an encrypted database and print the rows.",
         discussion: """
-            The statements run one after the other (not in one transaction unless the SQL says so). Every row a \
-            statement returns is printed on one line, values separated by tabs: NULL as NULL, blobs as x'<hex>', \
-            text as is. A missing database is an error unless --create is given (then it is created, mode 0600). \
-            A plaintext (unencrypted) database is opened only with --plaintext, and then without a key. Cipher \
-            and key PRAGMAs are refused: keys never travel in SQL. ATTACH without a key (or \
-            with KEY '') is refused unless --allow-plaintext is given.
+            The SQL comes from the argument, from standard input when the argument is - (not with --key-stdin), \
+            or from a file with --file. The statements run one after the other (not in one transaction unless \
+            the SQL says so) and stop at the first error. A missing database is an error unless --create is \
+            given (then it is created, mode 0600). A plaintext (unencrypted) database is opened only with \
+            --plaintext, and then without a key. Cipher and key PRAGMAs are refused: keys never travel in SQL. \
+            ATTACH without a key (or with KEY '') is refused unless --allow-plaintext is given.
+
+            Output modes (--mode): list (default) prints a row per line, values separated by tabs; a backslash \
+            is doubled, tab, newline and carriage return are \\t, \\n, \\r, other control characters \\u00XX, \
+            NULL is \\N (--null-value changes it), a blob \\x<hex>: a value never breaks the line and NULL \
+            differs from the text 'NULL'. csv is RFC 4180 (NULL an empty field, '' as ""). json prints one array \
+            of objects per statement, numbers as numbers, blobs as {"base64": ...}. table and box draw a grid, \
+            line prints "column = value" lines. --json instead prints the one JSON object of every subcommand.
 
             Example:
               sqlcipherkit exec notes.db --key-file notes.key "SELECT count(*) FROM note"
               sqlcipherkit exec new.db --key-env NOTES_KEY --create --header "CREATE TABLE t(x); INSERT INTO t VALUES (1); SELECT * FROM t"
+              sqlcipherkit exec notes.db --key-env K --mode csv "SELECT * FROM note"
+              sqlcipherkit exec notes.db --key-file notes.key --file migrate.sql
+              sqlcipherkit exec notes.db --key-file notes.key - < migrate.sql
               sqlcipherkit exec legacy-plain.db --plaintext "SELECT count(*) FROM sqlite_master"
               sqlcipherkit exec notes.db --key-file notes.key --json "SELECT id, body FROM note"
             """
@@ -25,8 +40,12 @@ struct ExecCommand: OperatorCommand {
     @Argument(help: ArgumentHelp("The database.", valueName: "database"))
     var database: String
 
-    @Argument(help: ArgumentHelp("One or more SQL statements separated by semicolons.", valueName: "sql"))
-    var sql: String
+    @Argument(help: ArgumentHelp(
+        "One or more SQL statements separated by semicolons; - reads them from standard input.", valueName: "sql"))
+    var sql: String?
+
+    @Option(name: .customLong("file"), help: ArgumentHelp("Read the SQL from this file.", valueName: "path"))
+    var scriptFile: String?
 
     @OptionGroup(title: "Key")
     var key: KeyOptions
@@ -40,11 +59,11 @@ struct ExecCommand: OperatorCommand {
     @Flag(help: "Create the database (mode 0600) when it does not exist.")
     var create = false
 
-    @Flag(help: "Print the column names before each statement's rows.")
-    var header = false
-
     @Flag(help: "Let the SQL ATTACH databases without a key: they are written UNENCRYPTED.")
     var allowPlaintext = false
+
+    @OptionGroup(title: "Printing")
+    var printing: PrintingOptions
 
     @OptionGroup(title: "Output")
     var output: OutputOptions
@@ -52,56 +71,81 @@ struct ExecCommand: OperatorCommand {
     var cipherOptionsForRun: CipherOptions? { cipher }
 
     func validate() throws {
-        guard !sql.allSatisfy(\.isWhitespace) else { throw ValidationError("the SQL is empty") }
-        if plaintext && (key.isGiven || !cipher.isEmpty) {
-            throw ValidationError("--plaintext opens an unencrypted database: give no key and no cipher option")
+        switch (sql, scriptFile) {
+        case (nil, nil): throw ValidationError("give the SQL as an argument, - for standard input, or --file PATH")
+        case (.some, .some): throw ValidationError("give the SQL once: as an argument or with --file, not both")
+        case (let sql?, nil):
+            guard !sql.allSatisfy(\.isWhitespace) else { throw ValidationError("the SQL is empty") }
+        case (nil, let path?):
+            guard !path.isEmpty else { throw ValidationError("--file needs a path") }
         }
+        if sql == "-" && key.readsStandardInput {
+            throw ValidationError(
+                "standard input cannot hold both the SQL (-) and the key (--key-stdin): give the key with"
+                    + " --key-file or --key-env")
+        }
+        try validateOpening()
+        try printing.validate(json: output.json)
     }
 
     func run() throws {
-        let encryption: Encryption = plaintext ? .none : try cipher.encryption(for: try key.loadKey())
-        if DatabaseFileInspection.inspect(path: database).format == .missing && !create {
-            throw CommandFailure(
-                "\(database) does not exist; pass --create to create a new database", kind: "missingFile")
+        let connection = try openConnection()
+        defer { connection.close() }
+        let script = try loadScript()
+        if Output.isJSON {
+            try runForJSON(script, on: connection)
+        } else {
+            let sink = StandardOutputSink()
+            defer { try? sink.flush() }
+            try ScriptPrinting.run(script, on: connection, printer: ResultPrinter(style: printing.style, sink: sink))
         }
-        let connection = try Connection(
-            path: database, encryption: encryption, options: OpenOptions(allowsPlaintextAttachments: allowPlaintext))
-        var results: [ExecReport.StatementResult] = []
-        var statementWithHeader: Statement?
-        do {
-            try connection.executeScript(sql) { statement, row in
-                if statementWithHeader !== statement {
-                    statementWithHeader = statement
-                    if Output.isJSON {
-                        results.append(ExecReport.StatementResult(columns: statement.columnNames, rows: []))
-                    } else if header {
-                        Output.result(statement.columnNames.joined(separator: "\t"))
-                    }
-                }
-                let values = try row.databaseValues
-                if Output.isJSON {
-                    results[results.count - 1].rows.append(values.map(ExecReport.Value.init))
-                } else {
-                    Output.result(values.map(Self.format).joined(separator: "\t"))
-                }
-            }
-        } catch {
-            Output.setJSONResult(ExecReport(results: results))
-            connection.close()
-            throw error
-        }
-        connection.close()
-        Output.setJSONResult(ExecReport(results: results))
     }
 
-    /// A value as `exec` prints it.
-    static func format(_ value: DatabaseValue) -> String {
-        switch value {
-        case .null: "NULL"
-        case .integer(let integer): String(integer)
-        case .real(let real): String(real)
-        case .text(let text): text
-        case .blob(let bytes): "x'" + Hex.string(bytes) + "'"
+    /// The SQL: the argument, standard input (`-`) or `--file`.
+    private func loadScript() throws -> String {
+        if let scriptFile {
+            return String(decoding: try FileAccess.read(scriptFile, purpose: "the SQL file"), as: UTF8.self)
+        }
+        if sql == "-" {
+            return String(decoding: try FileAccess.readToEnd(STDIN_FILENO, source: "standard input"), as: UTF8.self)
+        }
+        return sql ?? ""
+    }
+
+    private func runForJSON(_ script: String, on connection: Connection) throws {
+        var results: [ExecReport.StatementResult] = []
+        var current: Statement?
+        defer { Output.setJSONResult(ExecReport(results: results)) }
+        try connection.executeScript(script) { statement, row in
+            if current !== statement {
+                current = statement
+                results.append(ExecReport.StatementResult(columns: statement.columnNames, rows: []))
+            }
+            results[results.count - 1].rows.append(try row.databaseValues.map(ExecReport.Value.init))
+        }
+    }
+}
+
+/// `--mode`, `--header` and `--null-value`, of `exec` and `shell`.
+struct PrintingOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("How rows are printed.", valueName: "mode"))
+    var mode: ResultMode?
+
+    @Flag(help: "Print the column names before each statement's rows (list and csv; the other modes always do).")
+    var header = false
+
+    @Option(help: ArgumentHelp(
+        "What NULL prints as in list, table, box and line modes (default \\N).", valueName: "text"))
+    var nullValue: String?
+
+    var style: ResultStyle {
+        ResultStyle(mode: mode ?? .list, showsHeader: header, nullValue: nullValue ?? ResultStyle.defaultNullValue)
+    }
+
+    /// `--json` prints one JSON object: the printing options would have nothing to print.
+    func validate(json: Bool) throws {
+        if json && (mode != nil || nullValue != nil) {
+            throw ValidationError("--json prints one JSON object; --mode and --null-value are for the printed rows")
         }
     }
 }
@@ -126,7 +170,7 @@ struct ExecReport: Encodable, Sendable {
             case .integer(let integer): self = .integer(integer)
             case .real(let real): self = .real(real)
             case .text(let text): self = .text(text)
-            case .blob: self = .text(ExecCommand.format(value))
+            case .blob(let bytes): self = .text("x'" + Hex.string(bytes) + "'")
             }
         }
 

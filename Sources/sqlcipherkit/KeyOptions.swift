@@ -422,7 +422,7 @@ enum Terminal {
         return key
     }
 
-    /// Prints `prompt` on standard error, turns echo off, reads one line straight into a wiped buffer.
+    /// Turns echo off, prints `prompt` on standard error, reads one line straight into a wiped buffer.
     private static func readSecretLine(prompt: String, keyName: String) throws -> EncryptionKey {
         var saved = termios()
         guard tcgetattr(STDIN_FILENO, &saved) == 0 else {
@@ -430,10 +430,11 @@ enum Terminal {
         }
         var silent = saved
         silent.c_lflag &= ~tcflag_t(ECHO)
-        Output.write(prompt, toStandardError: true)
         guard tcsetattr(STDIN_FILENO, TCSAFLUSH, &silent) == 0 else {
             throw CommandFailure("cannot turn off echo on the terminal: \(String(cString: strerror(errno)))")
         }
+        // The prompt only once echo is off: a key typed as soon as it shows is neither echoed nor flushed away.
+        Output.write(prompt, toStandardError: true)
         defer {
             tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
             Output.write("\n", toStandardError: true)

@@ -58,12 +58,16 @@ enum Output {
             capture.append(text, toStandardError: toStandardError)
             return
         }
+        write(text, to: toStandardError ? STDERR_FILENO : STDOUT_FILENO)
+    }
+
+    /// Writes to a descriptor, retrying partial writes (also the shell's prompts and line editing, on the terminal).
+    static func write(_ text: String, to descriptor: CInt) {
         var text = text
         text.withUTF8 { bytes in
             var offset = 0
             while offset < bytes.count {
-                let written = systemWrite(
-                    toStandardError ? STDERR_FILENO : STDOUT_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
+                let written = systemWrite(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
                 if written < 0 && errno == EINTR { continue }
                 if written <= 0 { return }
                 offset += written

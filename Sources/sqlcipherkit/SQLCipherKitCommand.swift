@@ -28,7 +28,7 @@ struct SQLCipherKitCommand: ParsableCommand {
         version: VersionReport.text,
         subcommands: [
             KeygenCommand.self, RotateCommand.self, VerifyCommand.self, InfoCommand.self, EncryptCommand.self,
-            DecryptCommand.self, BackupCommand.self, MigrateCommand.self, ExecCommand.self, DemoCommand.self,
+            DecryptCommand.self, BackupCommand.self, MigrateCommand.self, ExecCommand.self, ShellCommand.self, DemoCommand.self,
             DebugProcessStateCommand.self,
         ]
     )
@@ -90,8 +90,10 @@ struct SQLCipherKitCommand: ParsableCommand {
         return arguments.first(where: names.contains) ?? "sqlcipherkit"
     }
 
+    /// Prints the message of an error on standard error and returns its exit status (the shell prints an error
+    /// this way and goes on).
     @discardableResult
-    private static func report(_ error: any Error) -> ExitStatus {
+    static func report(_ error: any Error) -> ExitStatus {
         let status = ExitStatus.status(for: error)
         switch error {
         case let error as DatabaseError:

@@ -5,7 +5,7 @@ import Testing
 
 @Suite("sqlcipherkit exec")
 struct ExecCommandTests {
-    @Test("runs several statements and prints rows tab-separated, NULL and blobs spelled out")
+    @Test("runs several statements and prints rows tab-separated, NULL as \\N and blobs as \\x<hex>")
     func printsRows() throws {
         let scratch = try Scratch()
         let (keyPath, key) = try scratch.rawKeyFile("k")
@@ -16,7 +16,7 @@ struct ExecCommandTests {
                 + " SELECT count(*) FROM t",
         ])
         #expect(result.status == 0, "\(result)")
-        #expect(result.standardOutput == "1\tNULL\tx'00ff'\n2.5\ttext\t\n2\n")
+        #expect(result.standardOutput == "1\t\\N\t\\x00ff\n2.5\ttext\t\n2\n")
         #expect(opens(db, with: key))
         #expect(try fileMode(db) == 0o600)
         let header = runInProcess(["exec", db, "--key-file", keyPath, "--header", "SELECT a AS first FROM t LIMIT 1"])

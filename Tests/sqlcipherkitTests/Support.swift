@@ -200,15 +200,17 @@ func fileMode(_ path: String) throws -> Int {
 
 // MARK: - Other tools and bounded runs
 
-/// The SQLCipher 3.4.1 shell (Debian package `sqlcipher`), an independent maker of test files.
+/// The SQLCipher 3.4.1 shell (Debian package `sqlcipher`), an independent maker of test files; with
+/// ``stockSQLitePath``, the stock `sqlite3` shell (Debian package `sqlite3`), an independent reader of SQL text.
 enum SQLCipherShell {
     static let path = "/usr/bin/sqlcipher"
+    static let stockSQLitePath = "/usr/bin/sqlite3"
     static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: path) }
 
     /// Runs `script` (fed on standard input, never in argv) on `database`; throws when the shell fails.
-    static func run(_ database: String, script: String) throws {
+    static func run(_ database: String, script: String, shell: String = path) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
+        process.executableURL = URL(fileURLWithPath: shell)
         process.arguments = [database]
         // The shell must load its own engine, not the SQLCipher 4 library a test run may have preloaded.
         var environment = ProcessInfo.processInfo.environment

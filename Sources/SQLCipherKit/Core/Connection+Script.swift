@@ -45,3 +45,12 @@ extension Connection {
         }
     }
 }
+
+extension Connection {
+    /// Whether `sql` ends with a complete statement (a semicolon outside string literals, identifiers, comments and
+    /// trigger bodies), as [sqlite3_complete](https://www.sqlite.org/c3ref/complete.html) decides. The shell reads
+    /// until it is: a statement may span lines.
+    package static func isCompleteStatement(_ sql: String) -> Bool {
+        sqlite3_complete(sql) != 0
+    }
+}

@@ -19,6 +19,11 @@ final class ConnectionHandle {
     /// The file this handle counts as open in ``OpenFiles``, if any.
     private var openFileID: OpenFiles.FileID?
 
+    /// The statements ``Statement`` prepared and has not finalized. Only these are finalized by ``close()``: the
+    /// connection also holds statements of its virtual tables (FTS keeps its own), which the module finalizes
+    /// itself when the connection closes; finalizing them first made that a double free.
+    private var ownStatements: Set<OpaquePointer> = []
+
     init(_ sqliteConnection: OpaquePointer) {
         self.sqliteConnection = sqliteConnection
         self.interruptHandle = InterruptHandle(sqliteConnection)
@@ -40,14 +45,24 @@ final class ConnectionHandle {
         sqliteConnection != nil
     }
 
-    /// Finalizes every statement of the connection, then closes it. Safe to call twice.
+    /// Counts a statement ``Statement`` prepared as one ``close()`` finalizes.
+    func adopt(_ statement: OpaquePointer) {
+        ownStatements.insert(statement)
+    }
+
+    /// Finalizes a statement ``Statement`` prepared (while the connection is open).
+    func finalize(_ statement: OpaquePointer) {
+        ownStatements.remove(statement)
+        sqlite3_finalize(statement)
+    }
+
+    /// Finalizes the library's statements, then closes the connection. Safe to call twice.
     func close() {
         guard let sqliteConnection else { return }
         interruptHandle.invalidate()
         // Statements still referenced by callers are finalized here; they see `isOpen == false` afterwards.
-        while let statement = sqlite3_next_stmt(sqliteConnection, nil) {
-            sqlite3_finalize(statement)
-        }
+        for statement in ownStatements { sqlite3_finalize(statement) }
+        ownStatements.removeAll()
         // close_v2 defers the close if an unfinished backup still uses the handle, instead of leaking it.
         sqlite3_close_v2(sqliteConnection)
         self.sqliteConnection = nil

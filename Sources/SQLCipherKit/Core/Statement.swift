@@ -115,6 +115,7 @@ public final class Statement {
                     + " (use Connection.execute(_:) to run several statements)",
                 sql: sql)
         }
+        handle.adopt(statement)
         self.sqliteStatement = statement
         self.handle = handle
         self.sql = sql
@@ -124,7 +125,7 @@ public final class Statement {
     deinit {
         // After the connection closed, the statement was finalized by ConnectionHandle.close().
         if handle.isOpen {
-            sqlite3_finalize(sqliteStatement)
+            handle.finalize(sqliteStatement)
         }
         if let nameLookups {
             nameLookups.deinitialize(count: nameLookupCount)

@@ -1,0 +1,35 @@
+import ArgumentParser
+import SQLCipherKit
+
+/// `exec` and `shell`: commands that open one database to run SQL on it, with the same rules for the key, a
+/// plaintext database, a missing file and ATTACH without a key.
+protocol SQLSessionCommand: OperatorCommand {
+    var database: String { get }
+    var key: KeyOptions { get }
+    var cipher: CipherOptions { get }
+    var plaintext: Bool { get }
+    var create: Bool { get }
+    var allowPlaintext: Bool { get }
+}
+
+extension SQLSessionCommand {
+    /// `--plaintext` takes neither a key nor a cipher option.
+    func validateOpening() throws {
+        if plaintext && (key.isGiven || !cipher.isEmpty) {
+            throw ValidationError("--plaintext opens an unencrypted database: give no key and no cipher option")
+        }
+    }
+
+    /// Opens the database: with the key (asked at the terminal when no option gives it), or without one for
+    /// `--plaintext`; a missing file only with `--create` (then mode 0600); ATTACH without a key only with
+    /// `--allow-plaintext`.
+    func openConnection() throws -> Connection {
+        let encryption: Encryption = plaintext ? .none : try cipher.encryption(for: try key.loadKey())
+        if DatabaseFileInspection.inspect(path: database).format == .missing && !create {
+            throw CommandFailure(
+                "\(database) does not exist; pass --create to create a new database", kind: "missingFile")
+        }
+        return try Connection(
+            path: database, encryption: encryption, options: OpenOptions(allowsPlaintextAttachments: allowPlaintext))
+    }
+}

@@ -1,0 +1,228 @@
+import Foundation
+import SQLCipherKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The shell's state and loop: lines from a ``LineSource`` are gathered until they make a complete statement
+/// (`sqlite3_complete`), which runs through ``ScriptPrinting`` (the SQL guard, as for `exec`); a line that starts
+/// with a dot, outside a statement, is a dot-command.
+final class ShellSession {
+    enum Flow { case proceed, quit }
+
+    static let prompt = "sqlcipherkit> "
+    static let continuationPrompt = "        ...> "
+    /// How deep `.read` files may read others (a file that reads itself stops here).
+    private static let readDepthLimit = 16
+
+    private let connection: Connection
+    private let databasePath: String
+    /// What `.output` must never truncate (``FileAccess/filesInUse(database:keyFile:)``).
+    private let filesInUse: [String]
+    private let allowsPlaintext: Bool
+    private var style: ResultStyle
+    private var showsTimer = false
+    private let standardSink: any TextSink
+    private var fileSink: FileSink?
+    private var sink: any TextSink { fileSink ?? standardSink }
+    private var readDepth = 0
+    /// Ctrl-C interrupts the running statement (interactive only).
+    var interrupt: StatementInterrupt?
+
+    init(connection: Connection, databasePath: String, filesInUse: [String], allowsPlaintext: Bool,
+         style: ResultStyle, sink: any TextSink) {
+        self.connection = connection
+        self.databasePath = databasePath
+        self.filesInUse = filesInUse
+        self.allowsPlaintext = allowsPlaintext
+        self.style = style
+        standardSink = sink
+    }
+
+    /// Runs the lines of `source` until it ends or `.quit`. With `stopsAtFirstError` the first error is thrown (a
+    /// script, a `.read` file); otherwise it is printed and the next line read (a terminal).
+    @discardableResult
+    func run(_ source: any LineSource, stopsAtFirstError: Bool) throws -> Flow {
+        var pending = ""
+        while true {
+            let input = try source.readLine(prompt: pending.isEmpty ? Self.prompt : Self.continuationPrompt)
+            switch input {
+            case .interrupted:
+                pending = ""
+            case .endOfInput:
+                // What is left without a final semicolon still runs, as in the sqlite3 shell.
+                if !pending.allSatisfy(\.isWhitespace) {
+                    return try perform(source, stopsAtFirstError: stopsAtFirstError) { try runSQL(pending) }
+                }
+                return .proceed
+            case .line(let line):
+                if pending.isEmpty && line.hasPrefix(".") {
+                    let flow = try perform(source, stopsAtFirstError: stopsAtFirstError) {
+                        try runDotCommand(DotCommand(parsing: line))
+                    }
+                    if flow == .quit { return .quit }
+                    continue
+                }
+                if pending.isEmpty && line.allSatisfy(\.isWhitespace) { continue }
+                pending += line + "\n"
+                guard Connection.isCompleteStatement(pending) else { continue }
+                let sql = pending
+                pending = ""
+                if try perform(source, stopsAtFirstError: stopsAtFirstError, { try runSQL(sql) }) == .quit {
+                    return .quit
+                }
+            }
+        }
+    }
+
+    /// Flushes and closes the `.output` file, if any.
+    func finish() throws {
+        try standardSink.flush()
+        try closeOutputFile()
+    }
+
+    private func perform(
+        _ source: any LineSource, stopsAtFirstError: Bool, _ body: () throws -> Flow
+    ) throws -> Flow {
+        do {
+            let flow = try body()
+            try sink.flush()
+            source.statementEnded(isSecret: false)
+            return flow
+        } catch {
+            source.statementEnded(isSecret: Self.isRefusedKeyStatement(error))
+            if stopsAtFirstError { throw error }
+            SQLCipherKitCommand.report(error)
+            return .proceed
+        }
+    }
+
+    /// A statement the guard refused as a key PRAGMA: its SQL is left out of the error, and of the history.
+    private static func isRefusedKeyStatement(_ error: any Error) -> Bool {
+        guard let error = error as? DatabaseError else { return false }
+        return error.resultCode == DatabaseError.SQLITE_AUTH && error.sql == nil
+    }
+
+    // MARK: - SQL
+
+    private func runSQL(_ sql: String) throws -> Flow {
+        interrupt?.statementStarted()
+        let start = ResourceUsage.now
+        defer { if showsTimer { Output.message(ResourceUsage.now.report(since: start)) } }
+        try ScriptPrinting.run(sql, on: connection, printer: ResultPrinter(style: style, sink: sink))
+        return .proceed
+    }
+
+    // MARK: - Dot-commands
+
+    private func runDotCommand(_ command: DotCommand) throws -> Flow {
+        let arguments = command.arguments
+        func optionalPattern() throws -> String? {
+            guard arguments.count <= 1 else { throw command.usage("[PATTERN]") }
+            return arguments.first
+        }
+        switch command.name {
+        case "quit", "exit":
+            return .quit
+        case "help":
+            try sink.write(DotCommand.help)
+        case "tables":
+            try writeLines(SchemaListing.tables(matching: optionalPattern(), on: connection))
+        case "schema":
+            try writeLines(SchemaListing.schema(matching: optionalPattern(), on: connection))
+        case "indexes", "indices":
+            try writeLines(SchemaListing.indexes(ofTablesMatching: optionalPattern(), on: connection))
+        case "dump":
+            let pattern = try optionalPattern()
+            try refuseWithoutPlaintextPermission()
+            Output.message(
+                "warning: .dump writes the content of \(databasePath) UNENCRYPTED to"
+                    + " \(fileSink?.path ?? "standard output"); anyone who can read it can read the data")
+            interrupt?.statementStarted()
+            try SQLDump(connection: connection, tablePattern: pattern).write(to: sink)
+        case "import":
+            guard arguments.count == 2 else { throw command.usage("FILE TABLE") }
+            interrupt?.statementStarted()
+            _ = try CSVImport.run(file: arguments[0], table: arguments[1], on: connection)
+        case "mode":
+            guard arguments.count == 1, let mode = ResultMode(rawValue: arguments[0].lowercased()) else {
+                throw command.usage(ResultMode.allCases.map(\.rawValue).joined(separator: "|"))
+            }
+            style.mode = mode
+        case "headers", "header":
+            style.showsHeader = try command.switchArgument()
+        case "nullvalue":
+            guard arguments.count == 1 else { throw command.usage("TEXT") }
+            style.nullValue = arguments[0]
+        case "timer":
+            showsTimer = try command.switchArgument()
+        case "output":
+            guard arguments.count <= 1 else { throw command.usage("[FILE]") }
+            try closeOutputFile()
+            if let path = arguments.first, path != "stdout" {
+                fileSink = FileSink(path: path, descriptor: try FileAccess.openForOutput(path, protecting: filesInUse))
+            }
+        case "read":
+            guard arguments.count == 1 else { throw command.usage("FILE") }
+            guard readDepth < Self.readDepthLimit else {
+                throw CommandFailure(".read files read each other more than \(Self.readDepthLimit) deep")
+            }
+            let lines = TextLines(try FileAccess.read(arguments[0], purpose: "the SQL file"))
+            readDepth += 1
+            defer { readDepth -= 1 }
+            return try run(lines, stopsAtFirstError: true)
+        default:
+            throw CommandFailure("unknown command .\(command.name); enter .help for the list", status: .usage)
+        }
+        return .proceed
+    }
+
+    private func writeLines(_ lines: [String]) throws {
+        for line in lines { try sink.write(line + "\n") }
+    }
+
+    private func refuseWithoutPlaintextPermission() throws {
+        guard allowsPlaintext else {
+            throw CommandFailure(
+                ".dump writes the database's content UNENCRYPTED, which anyone who can read the output can read;"
+                    + " start the shell with --allow-plaintext to allow it",
+                status: .usage)
+        }
+    }
+
+    private func closeOutputFile() throws {
+        defer { fileSink = nil }
+        try fileSink?.close()
+    }
+}
+
+/// Wall-clock and CPU time, for `.timer on`.
+struct ResourceUsage {
+    let wallSeconds: Double
+    let userSeconds: Double
+    let systemSeconds: Double
+
+    static var now: ResourceUsage {
+        var clock = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &clock)
+        var usage = rusage()
+        #if os(Linux)
+        _ = getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        #else
+        _ = getrusage(RUSAGE_SELF, &usage)
+        #endif
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1_000_000 }
+        return ResourceUsage(
+            wallSeconds: Double(clock.tv_sec) + Double(clock.tv_nsec) / 1_000_000_000,
+            userSeconds: seconds(usage.ru_utime), systemSeconds: seconds(usage.ru_stime))
+    }
+
+    /// The sqlite3 shell's line: `Run Time: real 0.012 user 0.004000 sys 0.000000`.
+    func report(since start: ResourceUsage) -> String {
+        String(
+            format: "Run Time: real %.3f user %f sys %f", wallSeconds - start.wallSeconds,
+            userSeconds - start.userSeconds, systemSeconds - start.systemSeconds)
+    }
+}
