@@ -91,4 +91,34 @@ struct ExecGuardTests {
         #expect(result.status == 3, "\(result)")
         #expect(!result.standardError.contains("ERROR CORE"), "\(result)")
     }
+    @Test("ATTACH with a key in a URI file name exits 1 and creates nothing",
+          arguments: ["ATTACH 'file:x.db?key=abc' AS x", "ATTACH 'file:x.db?hexkey=00' AS x",
+                      "ATTACH 'file:x.db?%74extkey=abc' AS x", "ATTACH 'file:x.db?key=' AS x"])
+    func attachURIKey(sql: String) throws {
+        let scratch = try Scratch()
+        let (keyPath, key) = try scratch.rawKeyFile("k")
+        let db = try scratch.database("rows.db", key: key)
+        let before = try Data(contentsOf: URL(fileURLWithPath: db))
+        let listing = try folderListing(scratch.url.path)
+        let result = try runSubprocess(["exec", "rows.db", "--key-file", keyPath, sql], in: scratch)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.standardError.contains("key in a file name"), "\(result)")
+        #expect(!result.standardError.contains("abc") && !result.standardError.contains("hexkey=00"), "\(result)")
+        #expect(try folderListing(scratch.url.path) == listing)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: db)) == before)
+    }
+
+    @Test("a failed ATTACH (KEY 0, KEY 1.5) exits 1 and leaves no empty file behind",
+          arguments: ["ATTACH 'x.db' AS x KEY 0", "ATTACH 'x.db' AS x KEY 1.5; CREATE TABLE x.t(v)"])
+    func failedAttach(sql: String) throws {
+        let scratch = try Scratch()
+        let (keyPath, key) = try scratch.rawKeyFile("k")
+        let db = try scratch.database("rows.db", key: key)
+        let listing = try folderListing(scratch.url.path)
+        let result = try runSubprocess(["exec", "rows.db", "--key-file", keyPath, sql], in: scratch)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.standardError.contains("Invalid key value"), "\(result)")
+        #expect(try folderListing(scratch.url.path) == listing)
+        #expect(try rowCount(db, key: key) == 20)
+    }
 }

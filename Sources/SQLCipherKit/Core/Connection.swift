@@ -356,8 +356,7 @@ public final class Connection {
             while let current = next, current.pointee != 0 {
                 var statement: OpaquePointer?
                 var tail: UnsafePointer<CChar>?
-                guardState.lastRefusal = nil
-                let attachCompileCount = guardState.attachCompileCount
+                guardState.beginCompiling()
                 let code = sqlite3_prepare_v2(sqliteConnection, current, -1, &statement, &tail)
                 guard code == SQLITE_OK else {
                     // The failing statement's text only: built on errors, not for every statement.
@@ -369,10 +368,11 @@ public final class Connection {
                 next = tail
                 guard let statement else { continue }  // whitespace or comment
                 // An ATTACH is checked right after it ran, before the next statement can write into it.
-                let attachesDatabase = guardState.attachCompileCount != attachCompileCount
+                let attachFileNames = guardState.compiledAttachFileNames
                 while true {
-                    let stepCode = attachesDatabase
-                        ? try EncryptionGuard.step(attachingStatement: statement, handle: handle)
+                    let stepCode = !attachFileNames.isEmpty
+                        ? try EncryptionGuard.step(
+                            attachingStatement: statement, fileNames: attachFileNames, handle: handle)
                         : sqlite3_step(statement)
                     if stepCode == SQLITE_DONE { break }
                     if stepCode != SQLITE_ROW {

@@ -72,6 +72,8 @@ public final class Statement {
     /// The statement attaches a database: what it attached is checked once it has run (see `EncryptionGuard`).
     @usableFromInline
     let attachesDatabase: Bool
+    /// The file names its ATTACH actions name (`nil`: given by a parameter or an expression).
+    let attachFileNames: [String?]
 
     /// Bumped by each new cursor over the statement; only the newest cursor may step or reset it.
     // Checked on every row; no dynamic exclusivity check (a statement is used from one thread).
@@ -83,8 +85,7 @@ public final class Statement {
     init(handle: ConnectionHandle, sql: String) throws {
         guard let sqliteConnection = handle.sqliteConnection else { throw DatabaseError.closed(sql: sql) }
         let guardState = handle.guardState
-        guardState.lastRefusal = nil
-        let attachCompileCount = guardState.attachCompileCount
+        guardState.beginCompiling()
         var statement: OpaquePointer?
         var leftover = ""
         let code = sql.withCString { cSQL -> CInt in
@@ -98,8 +99,9 @@ public final class Statement {
         guard code == SQLITE_OK else {
             throw EncryptionGuard.error(code: code, connection: sqliteConnection, sql: sql, state: guardState)
         }
-        // The guard counts the ATTACH actions it sees compiled: this statement attaches a database.
-        self.attachesDatabase = guardState.attachCompileCount != attachCompileCount
+        // The guard notes the ATTACH actions it sees compiled: this statement attaches a database.
+        self.attachFileNames = guardState.compiledAttachFileNames
+        self.attachesDatabase = !attachFileNames.isEmpty
         guard let statement else {
             throw DatabaseError(
                 .invalidSQL,
@@ -409,7 +411,8 @@ public final class Statement {
     func stepAttachingDatabase() throws -> Bool {
         let code: CInt
         do {
-            code = try EncryptionGuard.step(attachingStatement: sqliteStatement, handle: handle)
+            code = try EncryptionGuard.step(
+                attachingStatement: sqliteStatement, fileNames: attachFileNames, handle: handle)
         } catch {
             sqlite3_reset(sqliteStatement)
             throw error
