@@ -367,6 +367,8 @@ public final class Connection {
                 defer { sqlite3_finalize(statement) }
                 next = tail
                 guard let statement else { continue }  // whitespace or comment
+                try EncryptionGuard.checkCompiled(
+                    statement, sql: Self.sqlText(from: current, to: tail), state: guardState)
                 // An ATTACH is checked right after it ran, before the next statement can write into it.
                 let attachFileNames = guardState.compiledAttachFileNames
                 while true {

@@ -107,6 +107,12 @@ public final class Statement {
                 .invalidSQL,
                 "the SQL contains no statement", sql: sql)
         }
+        do {
+            try EncryptionGuard.checkCompiled(statement, sql: sql, state: guardState)
+        } catch {
+            sqlite3_finalize(statement)
+            throw error
+        }
         defer { guardState.lastRefusal = nil }  // a refusal inside the leftover is not this statement's
         if try Self.containsStatement(leftover, sqliteConnection: sqliteConnection) {
             sqlite3_finalize(statement)

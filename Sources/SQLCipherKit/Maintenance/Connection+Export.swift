@@ -43,7 +43,7 @@ extension Connection {
         try export(to: destination, encryption: .none)
     }
 
-    private func export(to destination: String, encryption target: Encryption) throws {
+    func export(to destination: String, encryption target: Encryption) throws {
         _ = try checkedConnection()
         guard !isInsideTransaction else {
             throw DatabaseError(

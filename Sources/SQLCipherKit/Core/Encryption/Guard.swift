@@ -18,6 +18,9 @@ import Darwin
 ///   an unknown value (`'memory '`, `' 2'`) as DEFAULT;
 /// - an ATTACH whose file name carries a key as a URI parameter (see ``hasURIKeyParameter(_:)``).
 ///
+/// `VACUUM INTO`, which compiles without asking the authorizer anything, is refused once compiled
+/// (``checkCompiled(_:sql:state:)``).
+///
 /// Such a statement fails to prepare with `SQLITE_AUTH` and a message that names the PRAGMA and what to use instead.
 /// The library's own statements (cipher settings of an attached database, the checks below) run with
 /// ``GuardState/isRunningLibraryStatement`` set, which nothing outside the library can set.
