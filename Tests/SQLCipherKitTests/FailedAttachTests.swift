@@ -48,6 +48,31 @@ struct FailedAttachTests {
         }
     }
 
+    @Test("a failed ATTACH whose file name is a bound parameter leaves no file behind either")
+    func boundFileName() throws {
+        try withTemporaryDirectory { dir in
+            try EncryptionTests.makeDatabase(dir.path("main.db"), rows: 3)
+            let listing = try folderListing(dir.url.path)
+            let db = try Connection(path: dir.path("main.db"), key: TestKeys.raw)
+            let path = dir.path("x.db")
+            let cases: [(String, StatementArguments)] = [
+                ("ATTACH ? AS x KEY 0", [path]),
+                ("ATTACH DATABASE ?1 AS x KEY 1.5", [path]),
+                ("ATTACH :file AS x KEY 0", [":file": path]),
+                ("ATTACH @file AS x KEY 0", ["@file": path]),
+                ("ATTACH $file AS x KEY -1", ["$file": path]),
+            ]
+            for (sql, arguments) in cases {
+                #expect(throws: DatabaseError.self, "\(sql)") { try db.execute(sql, arguments: arguments) }
+                #expect(try folderListing(dir.url.path) == listing, "\(sql)")
+                let statement = try db.prepare(sql)
+                #expect(throws: DatabaseError.self, "\(sql)") { try statement.run(arguments: arguments) }
+                #expect(try folderListing(dir.url.path) == listing, "\(sql), prepared")
+            }
+            #expect(try db.all("PRAGMA database_list") { try $0[1] as String } == ["main"])
+        }
+    }
+
     @Test("a file that existed before a failed ATTACH stays, with its bytes and mode", arguments: [0, 4096])
     func existingFileStays(size: Int) throws {
         try withTemporaryDirectory { dir in

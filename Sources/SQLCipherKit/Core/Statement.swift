@@ -74,6 +74,11 @@ public final class Statement {
     let attachesDatabase: Bool
     /// The file names its ATTACH actions name (`nil`: given by a parameter or an expression).
     let attachFileNames: [String?]
+    /// The parameter that gives an ATTACH's file name (`ATTACH ? AS …`), so a failed ATTACH knows what it created.
+    let attachFileParameter: CInt?
+    /// The text bound to ``attachFileParameter``.
+    @usableFromInline
+    var boundAttachFileName: String?
 
     /// Bumped by each new cursor over the statement; only the newest cursor may step or reset it.
     // Checked on every row; no dynamic exclusivity check (a statement is used from one thread).
@@ -127,6 +132,8 @@ public final class Statement {
         self.handle = handle
         self.sql = sql
         self.parameterCount = Int(sqlite3_bind_parameter_count(statement))
+        self.attachFileParameter = attachFileNames == [nil]
+            ? EncryptionGuard.attachFileParameter(of: statement) : nil
     }
 
     deinit {
@@ -365,6 +372,18 @@ public final class Statement {
     func bindChecked(_ value: some DatabaseValueConvertible, at index: CInt) throws(DatabaseError) {
         let code = value.bind(to: DatabaseParameter(sqliteStatement, index)).rawValue
         if code != SQLITE_OK { throw bindError(code: code, index: index) }
+        if attachesDatabase { noteAttachBinding(value.databaseValue, at: index) }
+    }
+
+    /// Remembers the file name bound to an ATTACH (never another parameter: the KEY's is a key).
+    @usableFromInline
+    func noteAttachBinding(_ value: DatabaseValue, at index: CInt) {
+        guard index == attachFileParameter else { return }
+        if case .text(let name) = value {
+            boundAttachFileName = name
+        } else {
+            boundAttachFileName = nil
+        }
     }
 
     @usableFromInline
@@ -385,6 +404,7 @@ public final class Statement {
     public func clearBindings() throws {
         try checkOpen()
         sqlite3_clear_bindings(sqliteStatement)
+        boundAttachFileName = nil
     }
 
     // MARK: - Running
@@ -417,8 +437,9 @@ public final class Statement {
     func stepAttachingDatabase() throws -> Bool {
         let code: CInt
         do {
-            code = try EncryptionGuard.step(
-                attachingStatement: sqliteStatement, fileNames: attachFileNames, handle: handle)
+            let fileNames = attachFileNames == [nil] && boundAttachFileName != nil
+                ? [boundAttachFileName] : attachFileNames
+            code = try EncryptionGuard.step(attachingStatement: sqliteStatement, fileNames: fileNames, handle: handle)
         } catch {
             sqlite3_reset(sqliteStatement)
             throw error

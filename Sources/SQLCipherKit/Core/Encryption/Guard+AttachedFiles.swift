@@ -49,6 +49,24 @@ extension EncryptionGuard {
         return keyPragmas.contains { sqlite3_uri_parameter(fileName, $0) != nil }
     }
 
+    /// The parameter an ATTACH statement takes its file name from, when the name is one parameter and nothing else
+    /// (`ATTACH ? AS …`, `ATTACH DATABASE :path AS …`, `?2`, `@path`, `$path`); `nil` otherwise.
+    static func attachFileParameter(of statement: OpaquePointer) -> CInt? {
+        guard let text = sqlite3_sql(statement) else { return nil }
+        return text.withMemoryRebound(to: UInt8.self, capacity: 1) { sql -> CInt? in
+            var tokens = SQLTokens(sql)
+            guard tokens.next()?.isKeyword("attach") == true else { return nil }
+            var parameter = tokens.nextParameter()
+            if parameter == nil, tokens.next()?.isKeyword("database") == true {
+                parameter = tokens.nextParameter()
+            }
+            guard let parameter, tokens.next()?.isKeyword("as") == true else { return nil }
+            // Nothing comes before the file name, so an anonymous `?` is the first parameter.
+            let index = parameter == "?" ? 1 : sqlite3_bind_parameter_index(statement, parameter)
+            return index > 0 ? index : nil
+        }
+    }
+
     static let uriKeyRefusal = GuardRefusal(
         "a key in a file name (a URI key, hexkey or textkey parameter) is refused: keys never travel in SQL. Give"
             + " the key as a bound parameter (ATTACH ? AS name KEY ?) or use Connection.attach(_:as:encryption:)",

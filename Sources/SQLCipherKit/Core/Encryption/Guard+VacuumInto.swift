@@ -95,6 +95,25 @@ struct SQLTokens {
         }
     }
 
+    /// The next token when it is a parameter (`?`, `?NNN`, `:name`, `@name`, `$name`), or `nil` (and nothing is
+    /// consumed).
+    mutating func nextParameter() -> String? {
+        skipSpaceCommentsAndSemicolons()
+        let start = index
+        let first = text[start]
+        guard first == UInt8(ascii: "?") || first == UInt8(ascii: ":") || first == UInt8(ascii: "@")
+            || first == UInt8(ascii: "$") else { return nil }
+        var end = start + 1
+        if first == UInt8(ascii: "?") {
+            while text[end] >= UInt8(ascii: "0") && text[end] <= UInt8(ascii: "9") { end += 1 }
+        } else {
+            while Self.isWordByte(text[end]) && text[end] != UInt8(ascii: "$") { end += 1 }
+            guard end > start + 1 else { return nil }
+        }
+        index = end
+        return String(decoding: UnsafeBufferPointer(start: text + start, count: end - start), as: UTF8.self)
+    }
+
     private func bytes(from start: Int) -> [UInt8] {
         Array(UnsafeBufferPointer(start: text + start, count: index - start))
     }
