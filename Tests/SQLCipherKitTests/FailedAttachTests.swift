@@ -17,33 +17,19 @@ struct FailedAttachTests {
         "ATTACH '{X}' AS x KEY 0; CREATE TABLE x.t(v)",
     ]
 
-    static let runners = ["execute", "executeScript", "statement", "cached statement"]
-
-    static func run(_ sql: String, _ runner: String, on db: Connection) throws {
-        switch runner {
-        case "execute": try db.execute(sql)
-        case "executeScript": try db.executeScript(sql) { _, _ in }
-        case "statement": try db.prepare(sql).run()
-        default: try db.execute(sql, arguments: [])
-        }
-    }
-
-    @Test("a failed ATTACH leaves no file behind, through every path", arguments: failingForms, runners)
-    func leavesNothing(form: String, runner: String) throws {
-        guard runner == "execute" || runner == "executeScript" || !form.contains(";") else { return }
+    @Test("a failed ATTACH leaves no file behind, through every path", arguments: failingForms, SQLPath.allCases)
+    func leavesNothing(form: String, path: SQLPath) throws {
+        guard !path.takesArguments || !form.contains(";") else { return }
         for isURI in [false, true] {
             try withTemporaryDirectory { dir in
-                try EncryptionTests.makeDatabase(dir.path("main.db"), rows: 3)
-                let listing = try folderListing(dir.url.path)
-                let mainBytes = try snapshot(dir.path("main.db"))
-                let db = try Connection(path: dir.path("main.db"), key: TestKeys.raw, options: OpenOptions(isURI: isURI))
+                let scene = try GuardScene(in: dir, isURI: isURI)
                 #expect(throws: DatabaseError.self, "\(form)") {
-                    try Self.run(form.replacingOccurrences(of: "{X}", with: dir.path("x.db")), runner, on: db)
+                    try path.run(form.replacingOccurrences(of: "{X}", with: dir.path("x.db")), on: scene.db)
                 }
-                #expect(try db.all("PRAGMA database_list") { try $0[1] as String } == ["main"])
-                db.close()
-                #expect(try folderListing(dir.url.path) == listing, "\(form) (URI \(isURI))")
-                #expect(try snapshot(dir.path("main.db")) == mainBytes)
+                #expect(try scene.db.all("PRAGMA database_list") { try $0[1] as String } == ["main"])
+                scene.db.close()
+                #expect(try folderListing(dir.url.path) == scene.listing, "\(form) (URI \(isURI))")
+                #expect(try snapshot(dir.path("main.db")) == scene.mainBytes)
             }
         }
     }
@@ -51,9 +37,8 @@ struct FailedAttachTests {
     @Test("a failed ATTACH whose file name is a bound parameter leaves no file behind either")
     func boundFileName() throws {
         try withTemporaryDirectory { dir in
-            try EncryptionTests.makeDatabase(dir.path("main.db"), rows: 3)
-            let listing = try folderListing(dir.url.path)
-            let db = try Connection(path: dir.path("main.db"), key: TestKeys.raw)
+            let scene = try GuardScene(in: dir)
+            let (db, listing) = (scene.db, scene.listing)
             let path = dir.path("x.db")
             let cases: [(String, StatementArguments)] = [
                 ("ATTACH ? AS x KEY 0", [path]),

@@ -27,21 +27,11 @@ struct URIKeyGuardTests {
         "attach 'file:{X}?hexkey=00' as \"x\"",
     ]
 
-    static let runners = ["execute", "executeScript", "statement"]
-
-    static func run(_ sql: String, _ runner: String, arguments: StatementArguments? = nil, on db: Connection) throws {
-        switch (runner, arguments) {
-        case ("execute", nil): try db.execute(sql)
-        case ("executeScript", nil): try db.executeScript(sql) { _, _ in }
-        default: try db.prepare(sql).run(arguments: arguments ?? [])
-        }
-    }
-
     /// Checks what a refused ATTACH left: the folder as it was, the main file's bytes, one schema, no key in the error.
     static func expectRefused(
-        _ error: DatabaseError?, db: Connection, dir: TemporaryDirectory, listing: [String: Int], mainBytes: [UInt8],
-        sourceLocation: SourceLocation = #_sourceLocation
+        _ error: DatabaseError?, scene: GuardScene, dir: TemporaryDirectory, sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
+        let (db, listing, mainBytes) = (scene.db, scene.listing, scene.mainBytes)
         #expect(error?.message.contains("key in a file name") == true, "\(error.map { "\($0)" } ?? "")",
                 sourceLocation: sourceLocation)
         #expect(error?.sql == nil, sourceLocation: sourceLocation)
@@ -53,31 +43,26 @@ struct URIKeyGuardTests {
     }
 
     @Test("a key in an ATTACH file name written in SQL is refused before any file is made, in every spelling",
-          arguments: literalForms, runners)
-    func literalNames(form: String, runner: String) throws {
+          arguments: literalForms, SQLPath.allCases)
+    func literalNames(form: String, path: SQLPath) throws {
         for isURI in [false, true] {
             try withTemporaryDirectory { dir in
-                try EncryptionTests.makeDatabase(dir.path("main.db"), rows: 3)
-                let listing = try folderListing(dir.url.path)
-                let mainBytes = try snapshot(dir.path("main.db"))
-                let db = try Connection(path: dir.path("main.db"), key: TestKeys.raw, options: OpenOptions(isURI: isURI))
+                let scene = try GuardScene(in: dir, isURI: isURI)
                 let error = expectError(code: DatabaseError.SQLITE_AUTH) {
-                    try Self.run(form.replacingOccurrences(of: "{X}", with: dir.path("x.db")), runner, on: db)
+                    try path.run(form.replacingOccurrences(of: "{X}", with: dir.path("x.db")), on: scene.db)
                 }
-                try Self.expectRefused(error, db: db, dir: dir, listing: listing, mainBytes: mainBytes)
+                try Self.expectRefused(error, scene: scene, dir: dir)
             }
         }
     }
 
     @Test("a key in a bound or computed file name is refused once SQLite has read it; the attachment is gone",
-          arguments: runners)
-    func hiddenNames(runner: String) throws {
+          arguments: SQLPath.allCases)
+    func hiddenNames(path: SQLPath) throws {
         for isURI in [false, true] {
             try withTemporaryDirectory { dir in
-                try EncryptionTests.makeDatabase(dir.path("main.db"), rows: 3)
-                let listing = try folderListing(dir.url.path)
-                let mainBytes = try snapshot(dir.path("main.db"))
-                let db = try Connection(path: dir.path("main.db"), key: TestKeys.raw, options: OpenOptions(isURI: isURI))
+                let scene = try GuardScene(in: dir, isURI: isURI)
+                let (db, listing, mainBytes) = (scene.db, scene.listing, scene.mainBytes)
                 let uri = "file:\(dir.path("x.db"))?key=\(Self.key)"
                 // With URI file names off (SQLCipher 3.4.1 without isURI), SQLite takes the name as a relative path
                 // inside a folder "file:", which does not exist: the ATTACH fails by itself, creates nothing, and
@@ -87,9 +72,9 @@ struct URIKeyGuardTests {
                     ("ATTACH :name AS x KEY 'other'", [":name": uri]),
                     ("ATTACH 'file:\(dir.path("x.db"))?' || 'k' || 'ey=\(Self.key)' AS x", nil),
                 ]
-                for (sql, arguments) in cases where runner == "statement" || arguments == nil {
+                for (sql, arguments) in cases where path.takesArguments || arguments == nil {
                     let error = #expect(throws: DatabaseError.self) {
-                        try Self.run(sql, runner, arguments: arguments, on: db)
+                        try path.run(sql, arguments: arguments ?? [], on: db)
                     }
                     #expect(error?.message.contains("key in a file name") == true, "\(sql): \(error.map { "\($0)" } ?? "")")
                     #expect(error.map { "\($0)" }?.contains(TestKeys.sentinel) == false)

@@ -31,20 +31,9 @@ struct VacuumIntoGuardTests {
         "VACUUM INTO 'file:{C}?%6Bey=SENTINEL-KEY-7f3a9c-sql'",
     ]
 
-    static let runners = ["execute", "executeScript", "statement", "cached statement"]
-
-    static func run(_ sql: String, _ runner: String, on db: Connection) throws {
-        switch runner {
-        case "execute": try db.execute(sql)
-        case "executeScript": try db.executeScript(sql) { _, _ in }
-        case "statement": try db.prepare(sql).run()
-        default: try db.execute(sql, arguments: [])
-        }
-    }
-
     @Test("VACUUM INTO in SQL is refused in every form and through every path; no file appears, the source is intact",
-          needsVacuumInto, arguments: forms, runners)
-    func refusedForms(form: String, runner: String) throws {
+          needsVacuumInto, arguments: forms, SQLPath.allCases)
+    func refusedForms(form: String, path: SQLPath) throws {
         try withTemporaryDirectory { dir in
             let source = dir.path("source.db")
             try EncryptionTests.makeDatabase(source, rows: 50)
@@ -53,7 +42,7 @@ struct VacuumIntoGuardTests {
             let bytes = try snapshot(source)
             let db = try Connection(path: source, key: TestKeys.raw)
             let error = expectError(code: DatabaseError.SQLITE_AUTH) {
-                try Self.run(form.replacingOccurrences(of: "{C}", with: copy), runner, on: db)
+                try path.run(form.replacingOccurrences(of: "{C}", with: copy), on: db)
             }
             #expect(error?.message.contains("vacuum(into:)") == true, "\(error.map { "\($0)" } ?? "")")
             #expect(error?.sql == nil, "the SQL may hold a key")
@@ -81,16 +70,16 @@ struct VacuumIntoGuardTests {
         }
     }
 
-    @Test("VACUUM and VACUUM schema still run, through every path", arguments: runners)
-    func plainVacuum(runner: String) throws {
+    @Test("VACUUM and VACUUM schema still run, through every path", arguments: SQLPath.allCases)
+    func plainVacuum(path: SQLPath) throws {
         try withTemporaryDirectory { dir in
             let source = dir.path("source.db")
             try EncryptionTests.makeDatabase(source, rows: 50)
             let db = try Connection(path: source, key: TestKeys.raw)
             try db.execute("DELETE FROM t WHERE id > 10")
             for sql in ["VACUUM", "vacuum main;", "/* c */ VACUUM \"main\" -- c", "VACUUM; VACUUM main"]
-            where runner == "execute" || !sql.contains("; VACUUM") {
-                try Self.run(sql, runner, on: db)
+            where path == .execute || !sql.contains("; VACUUM") {
+                try path.run(sql, on: db)
             }
             #expect(try db.scalar("SELECT count(*) FROM t", as: Int.self) == 10)
             #expect(Array(try snapshot(source).prefix(16)) != EncryptionTests.magic)
