@@ -13,6 +13,10 @@
 #include <unistd.h>
 #if defined(__linux__)
 #include <sys/syscall.h>
+#include <sys/vfs.h>
+#else
+#include <sys/mount.h>
+#include <sys/param.h>
 #endif
 
 #define SLOT_COUNT 32
@@ -234,4 +238,29 @@ int CSQLCipherKitSupport_startGuardian(void) {
     guardianPipe = descriptors[1];
     guardianProcess = child;
     return (int)child;
+}
+
+// MARK: - File systems
+
+int CSQLCipherKitSupport_isLocalFileSystem(const char *path) {
+    struct statfs status;
+    if (statfs(path, &status) != 0) return -1;
+#if defined(__linux__)
+    // statfs(2) magic numbers: NFS, SMB, CIFS, SMB2, FUSE, Ceph, 9p, AFS, Coda, OCFS2, GFS2, Lustre.
+    static const unsigned long network[] = {
+        0x6969UL, 0x517BUL, 0xFF534D42UL, 0xFE534D42UL, 0x65735546UL, 0x00C36400UL, 0x01021997UL, 0x5346414FUL,
+        0x73757245UL, 0x7461636FUL, 0x01161970UL, 0x0BD00BD0UL,
+    };
+    unsigned long type = (unsigned long)status.f_type & 0xFFFFFFFFUL;
+    for (size_t index = 0; index < sizeof(network) / sizeof(network[0]); index++) {
+        if (type == network[index]) return 0;
+    }
+    return 1;
+#else
+    static const char *const network[] = {"nfs", "smbfs", "afpfs", "webdav", "macfuse", "osxfuse"};
+    for (size_t index = 0; index < sizeof(network) / sizeof(network[0]); index++) {
+        if (strcmp(status.f_fstypename, network[index]) == 0) return 0;
+    }
+    return 1;
+#endif
 }

@@ -17,7 +17,9 @@ struct ExecCommand: SQLSessionCommand {
             the SQL says so) and stop at the first error. A missing database is an error unless --create is \
             given (then it is created, mode 0600). A plaintext (unencrypted) database is opened only with \
             --plaintext, and then without a key. Cipher and key PRAGMAs are refused: keys never travel in SQL. \
-            ATTACH without a key (or with KEY '') is refused unless --allow-plaintext is given.
+            ATTACH without a key (or with KEY '') is refused unless --allow-plaintext is given, and so is a key in \
+            an ATTACH file name (file:x.db?key=...). VACUUM INTO is refused: use `sqlcipherkit backup` for a \
+            verified, private copy. A failed ATTACH leaves no file behind.
 
             Output modes (--mode): list (default) prints a row per line, values separated by tabs; a backslash \
             is doubled, tab, newline and carriage return are \\t, \\n, \\r, other control characters \\u00XX, \

@@ -67,3 +67,14 @@ public enum Engine {
     public static let expectedMajor: Int? = ProcessInfo.processInfo.environment["SQLCIPHERKIT_EXPECTED_ENGINE"]
         .flatMap { Int($0) }
 }
+
+/// Every entry of a folder with its permission bits (`name: 0o600`): a test compares it before and after, so a file
+/// left behind, or a mode changed, shows.
+public func folderListing(_ folder: String) throws -> [String: Int] {
+    var listing: [String: Int] = [:]
+    for name in try FileManager.default.contentsOfDirectory(atPath: folder) {
+        let attributes = try FileManager.default.attributesOfItem(atPath: folder + "/" + name)
+        listing[name] = (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
+    }
+    return listing
+}

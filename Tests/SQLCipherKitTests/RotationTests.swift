@@ -1,6 +1,9 @@
 import Foundation
 import SQLCipherKit
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @Suite("Key rotation")
 struct RotationTests {
@@ -196,12 +199,17 @@ struct RotationTests {
         try withTemporaryDirectory { dir in
             let path = dir.path("tenant.db")
             try EncryptionTests.makeDatabase(path, key: TestKeys.raw)
-            // A run killed outright (its pid no longer exists) left a temporary copy; a live run's file stays.
+            // A run killed outright left a temporary copy nobody locks; a live run's file is locked (flock) by its
+            // process, here by this one through a descriptor of its own (see LeftoverClaimTests for other
+            // processes and PID namespaces).
             let stale = path + ".sqlcipherkit-tmp-\(try deadProcessID())-deadbeef"
             let live = path + ".sqlcipherkit-tmp-1-c0ffee"
             try Data([1, 2, 3]).write(to: URL(fileURLWithPath: stale))
             try Data([1, 2, 3]).write(to: URL(fileURLWithPath: stale + "-journal"))
             try Data([4, 5, 6]).write(to: URL(fileURLWithPath: live))
+            let claim = open(live, O_RDONLY | O_CLOEXEC)
+            defer { close(claim) }
+            #expect(claim >= 0 && flock(claim, LOCK_EX | LOCK_NB) == 0)
             try KeyRotation.rotate(RotationRequest(
                 path: path, oldEncryption: .key(TestKeys.raw), newEncryption: .key(TestKeys.passphrase)))
             #expect(!FileManager.default.fileExists(atPath: stale))

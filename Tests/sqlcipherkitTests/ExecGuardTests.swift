@@ -91,4 +91,59 @@ struct ExecGuardTests {
         #expect(result.status == 3, "\(result)")
         #expect(!result.standardError.contains("ERROR CORE"), "\(result)")
     }
+    @Test("VACUUM INTO exits 1, names the library call and the CLI command, and writes no copy (0644 or otherwise)",
+          .enabled(if: SQLCipher.sqliteVersionNumber >= 3_027_000,
+                   "VACUUM INTO exists from SQLite 3.27; SQLCipher 3.4.1 is SQLite 3.15"),
+          arguments: ["VACUUM INTO 'copy.db'", "VACUUM main INTO 'copy.db'", "VACUUM INTO 'file:copy.db?hexkey=00'",
+                      "SELECT 1; VACUUM INTO 'copy.db'"],
+          [CipherSettings.engineDefault, CipherSettings(compatibility: 3), CipherSettings(pageSize: 1024, usesHMAC: false)])
+    func vacuumInto(sql: String, settings: CipherSettings) throws {
+        let scratch = try Scratch()
+        let (keyPath, key) = try scratch.rawKeyFile("k")
+        let db = try scratch.database("rows.db", key: key, settings: settings, rowCount: 300)
+        let before = try Data(contentsOf: URL(fileURLWithPath: db))
+        let listing = try folderListing(scratch.url.path)
+        var arguments = ["exec", "rows.db", "--key-file", keyPath, sql]
+        if settings.compatibility == 3 { arguments += ["--cipher-compatibility", "3"] }
+        if settings.pageSize == 1024 { arguments += ["--page-size", "1024", "--no-hmac"] }
+        let result = try runSubprocess(arguments, in: scratch)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.standardError.contains("vacuum(into:)"), "\(result)")
+        #expect(result.standardError.contains("sqlcipherkit backup"), "\(result)")
+        #expect(!result.standardError.contains("hexkey"), "\(result)")
+        #expect(try folderListing(scratch.url.path) == listing)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: db)) == before)
+        #expect(try rowCount(db, key: key, settings: settings) == 300)
+    }
+
+    @Test("ATTACH with a key in a URI file name exits 1 and creates nothing",
+          arguments: ["ATTACH 'file:x.db?key=abc' AS x", "ATTACH 'file:x.db?hexkey=00' AS x",
+                      "ATTACH 'file:x.db?%74extkey=abc' AS x", "ATTACH 'file:x.db?key=' AS x"])
+    func attachURIKey(sql: String) throws {
+        let scratch = try Scratch()
+        let (keyPath, key) = try scratch.rawKeyFile("k")
+        let db = try scratch.database("rows.db", key: key)
+        let before = try Data(contentsOf: URL(fileURLWithPath: db))
+        let listing = try folderListing(scratch.url.path)
+        let result = try runSubprocess(["exec", "rows.db", "--key-file", keyPath, sql], in: scratch)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.standardError.contains("key in a file name"), "\(result)")
+        #expect(!result.standardError.contains("abc") && !result.standardError.contains("hexkey=00"), "\(result)")
+        #expect(try folderListing(scratch.url.path) == listing)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: db)) == before)
+    }
+
+    @Test("a failed ATTACH (KEY 0, KEY 1.5) exits 1 and leaves no empty file behind",
+          arguments: ["ATTACH 'x.db' AS x KEY 0", "ATTACH 'x.db' AS x KEY 1.5; CREATE TABLE x.t(v)"])
+    func failedAttach(sql: String) throws {
+        let scratch = try Scratch()
+        let (keyPath, key) = try scratch.rawKeyFile("k")
+        let db = try scratch.database("rows.db", key: key)
+        let listing = try folderListing(scratch.url.path)
+        let result = try runSubprocess(["exec", "rows.db", "--key-file", keyPath, sql], in: scratch)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.standardError.contains("Invalid key value"), "\(result)")
+        #expect(try folderListing(scratch.url.path) == listing)
+        #expect(try rowCount(db, key: key) == 20)
+    }
 }

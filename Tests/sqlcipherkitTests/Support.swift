@@ -104,14 +104,16 @@ final class RunningCommand {
     private let output: FileHandle
     private let error: FileHandle
 
-    /// Starts the binary; with `nohup`, through `/usr/bin/nohup` (which ignores SIGHUP, then runs it in its place).
+    /// Starts the binary; with `nohup`, through `/usr/bin/nohup` (which ignores SIGHUP, then runs it in its place);
+    /// with a `launcher`, through that command (its arguments, then the binary's path and arguments).
     /// `environment` adds or (with `nil`) removes variables; `standardInput` is written to it and closed.
     init(
-        _ arguments: [String], nohup: Bool = false, environment: [String: String?] = [:],
+        _ arguments: [String], nohup: Bool = false, launcher: [String] = [], environment: [String: String?] = [:],
         standardInput: [UInt8]? = nil, in scratch: Scratch
     ) throws {
-        process.executableURL = URL(fileURLWithPath: nohup ? "/usr/bin/nohup" : binaryPath)
-        process.arguments = nohup ? [binaryPath] + arguments : arguments
+        let launcher = nohup ? ["/usr/bin/nohup"] : launcher
+        process.executableURL = URL(fileURLWithPath: launcher.first ?? binaryPath)
+        process.arguments = launcher.isEmpty ? arguments : launcher.dropFirst() + [binaryPath] + arguments
         process.currentDirectoryURL = scratch.url
         var variables = ProcessInfo.processInfo.environment
         for (name, value) in environment { variables[name] = value }

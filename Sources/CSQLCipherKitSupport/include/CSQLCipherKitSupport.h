@@ -26,6 +26,11 @@ int CSQLCipherKitSupport_installCleanupSignalHandlers(void);
 /// with errno (the process then relies on its signal handlers and the next run's cleanup alone).
 int CSQLCipherKitSupport_startGuardian(void);
 
+/// Whether the file system holding `path` is local, so that an flock() taken there is seen by every process that
+/// could open the file: 1 local, 0 a network or FUSE file system (NFS, SMB/CIFS, FUSE, Ceph, 9p, AFS, Coda, OCFS2,
+/// GFS2, Lustre), -1 when statfs fails.
+int CSQLCipherKitSupport_isLocalFileSystem(const char *path);
+
 /// A read-only overlay VFS (OverlayVFS.c): a connection opened through it reads a database and its side files as
 /// SQLite would after recovery, and writes nothing, creates nothing and deletes nothing on disk; what SQLite writes
 /// (a hot journal's rollback, the WAL index) stays in this process's memory. One overlay per connection.

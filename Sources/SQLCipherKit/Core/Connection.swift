@@ -367,8 +367,7 @@ public final class Connection {
             while let current = next, current.pointee != 0 {
                 var statement: OpaquePointer?
                 var tail: UnsafePointer<CChar>?
-                guardState.lastRefusal = nil
-                let attachCompileCount = guardState.attachCompileCount
+                guardState.beginCompiling()
                 let code = sqlite3_prepare_v2(sqliteConnection, current, -1, &statement, &tail)
                 guard code == SQLITE_OK else {
                     // The failing statement's text only: built on errors, not for every statement.
@@ -379,11 +378,14 @@ public final class Connection {
                 defer { sqlite3_finalize(statement) }
                 next = tail
                 guard let statement else { continue }  // whitespace or comment
+                try EncryptionGuard.checkCompiled(
+                    statement, sql: Self.sqlText(from: current, to: tail), state: guardState)
                 // An ATTACH is checked right after it ran, before the next statement can write into it.
-                let attachesDatabase = guardState.attachCompileCount != attachCompileCount
+                let attachFileNames = guardState.compiledAttachFileNames
                 while true {
-                    let stepCode = attachesDatabase
-                        ? try EncryptionGuard.step(attachingStatement: statement, handle: handle)
+                    let stepCode = !attachFileNames.isEmpty
+                        ? try EncryptionGuard.step(
+                            attachingStatement: statement, fileNames: attachFileNames, handle: handle)
                         : sqlite3_step(statement)
                     if stepCode == SQLITE_DONE { break }
                     if stepCode != SQLITE_ROW {

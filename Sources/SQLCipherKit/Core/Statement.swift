@@ -72,6 +72,13 @@ public final class Statement {
     /// The statement attaches a database: what it attached is checked once it has run (see `EncryptionGuard`).
     @usableFromInline
     let attachesDatabase: Bool
+    /// The file names its ATTACH actions name (`nil`: given by a parameter or an expression).
+    let attachFileNames: [String?]
+    /// The parameter that gives an ATTACH's file name (`ATTACH ? AS …`), so a failed ATTACH knows what it created.
+    let attachFileParameter: CInt?
+    /// The text bound to ``attachFileParameter``.
+    @usableFromInline
+    var boundAttachFileName: String?
 
     /// Bumped by each new cursor over the statement; only the newest cursor may step or reset it.
     // Checked on every row; no dynamic exclusivity check (a statement is used from one thread).
@@ -83,8 +90,7 @@ public final class Statement {
     init(handle: ConnectionHandle, sql: String) throws {
         guard let sqliteConnection = handle.sqliteConnection else { throw DatabaseError.closed(sql: sql) }
         let guardState = handle.guardState
-        guardState.lastRefusal = nil
-        let attachCompileCount = guardState.attachCompileCount
+        guardState.beginCompiling()
         var statement: OpaquePointer?
         var leftover = ""
         let code = sql.withCString { cSQL -> CInt in
@@ -98,12 +104,19 @@ public final class Statement {
         guard code == SQLITE_OK else {
             throw EncryptionGuard.error(code: code, connection: sqliteConnection, sql: sql, state: guardState)
         }
-        // The guard counts the ATTACH actions it sees compiled: this statement attaches a database.
-        self.attachesDatabase = guardState.attachCompileCount != attachCompileCount
+        // The guard notes the ATTACH actions it sees compiled: this statement attaches a database.
+        self.attachFileNames = guardState.compiledAttachFileNames
+        self.attachesDatabase = !attachFileNames.isEmpty
         guard let statement else {
             throw DatabaseError(
                 .invalidSQL,
                 "the SQL contains no statement", sql: sql)
+        }
+        do {
+            try EncryptionGuard.checkCompiled(statement, sql: sql, state: guardState)
+        } catch {
+            sqlite3_finalize(statement)
+            throw error
         }
         defer { guardState.lastRefusal = nil }  // a refusal inside the leftover is not this statement's
         if try Self.containsStatement(leftover, sqliteConnection: sqliteConnection) {
@@ -120,6 +133,8 @@ public final class Statement {
         self.handle = handle
         self.sql = sql
         self.parameterCount = Int(sqlite3_bind_parameter_count(statement))
+        self.attachFileParameter = attachFileNames == [nil]
+            ? EncryptionGuard.attachFileParameter(of: statement) : nil
     }
 
     deinit {
@@ -358,6 +373,18 @@ public final class Statement {
     func bindChecked(_ value: some DatabaseValueConvertible, at index: CInt) throws(DatabaseError) {
         let code = value.bind(to: DatabaseParameter(sqliteStatement, index)).rawValue
         if code != SQLITE_OK { throw bindError(code: code, index: index) }
+        if attachesDatabase { noteAttachBinding(value.databaseValue, at: index) }
+    }
+
+    /// Remembers the file name bound to an ATTACH (never another parameter: the KEY's is a key).
+    @usableFromInline
+    func noteAttachBinding(_ value: DatabaseValue, at index: CInt) {
+        guard index == attachFileParameter else { return }
+        if case .text(let name) = value {
+            boundAttachFileName = name
+        } else {
+            boundAttachFileName = nil
+        }
     }
 
     @usableFromInline
@@ -378,6 +405,7 @@ public final class Statement {
     public func clearBindings() throws {
         try checkOpen()
         sqlite3_clear_bindings(sqliteStatement)
+        boundAttachFileName = nil
     }
 
     // MARK: - Running
@@ -410,7 +438,9 @@ public final class Statement {
     func stepAttachingDatabase() throws -> Bool {
         let code: CInt
         do {
-            code = try EncryptionGuard.step(attachingStatement: sqliteStatement, handle: handle)
+            let fileNames = attachFileNames == [nil] && boundAttachFileName != nil
+                ? [boundAttachFileName] : attachFileNames
+            code = try EncryptionGuard.step(attachingStatement: sqliteStatement, fileNames: fileNames, handle: handle)
         } catch {
             sqlite3_reset(sqliteStatement)
             throw error

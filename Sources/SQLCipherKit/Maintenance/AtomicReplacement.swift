@@ -14,9 +14,10 @@ import Darwin
 /// 2. Identity is by device and inode: a source and a destination that are one file under two names are refused.
 /// 3. The temporary file lives in the destination's folder (so the final `rename` is atomic), is created with
 ///    `O_EXCL` and mode 0600, and is named `<name>.sqlcipherkit-tmp-<pid>-<random>`. It is registered before it
-///    exists, so a handler for SIGINT/SIGTERM (installed by the CLI) removes it. Leftovers of an earlier run that
-///    was killed are removed by the next one, and only when the process that made them is gone: a concurrent run's
-///    files are never touched.
+///    exists, so a handler for SIGINT/SIGTERM (installed by the CLI) removes it, and claimed with an `flock` held
+///    until it is removed or renamed (``RegisteredTemporaryFile``). Leftovers of an earlier run that was killed are
+///    removed by the next one, and only when no process holds their lock: a concurrent run's files are never
+///    touched, whatever PID namespace it runs in.
 /// 4. ``commit(verify:)`` verifies the copy (the caller's check, which opens it without creating it), gives it the
 ///    replaced file's owner, group and mode, flushes it, renames it into place and flushes the folder. When the
 ///    destination must not exist, the rename cannot replace a file that appeared meanwhile. Anything that fails on
@@ -45,10 +46,8 @@ final class AtomicReplacement {
     private let temporaryFile: RegisteredTemporaryFile
     private var isFinished = false
 
-    /// Marks every temporary file name; the pid and a random part follow.
-    static let temporaryMarker = temporaryFileMarker
-
-    /// Resolves and checks the destination, removes dead leftovers, and creates the (empty, 0600) temporary file.
+    /// Resolves and checks the destination, removes unclaimed leftovers, and creates the (empty, 0600, claimed)
+    /// temporary file.
     ///
     /// - Parameters:
     ///   - destination: The file to create or replace.
@@ -81,7 +80,7 @@ final class AtomicReplacement {
         replacesExistingFile = resolved.metadata != nil
         preservedMetadata = resolved.metadata
 
-        Self.removeDeadLeftovers(of: resolved.path)
+        RegisteredTemporaryFile.removeUnclaimedLeftovers(beside: resolved.path)
 
         temporaryFile = try RegisteredTemporaryFile(beside: resolved.path, operation: operation)
         temporaryPath = temporaryFile.path
@@ -125,6 +124,9 @@ final class AtomicReplacement {
             throw error
         }
         isFinished = true
+        // The claim is released only now, with the copy in place: until the rename no other run may take the file for
+        // a leftover. No SQLite connection of this process has it open any more (the verification closed its own),
+        // so closing the claim's descriptor drops none of SQLite's locks.
         temporaryFile.forget()
         // The replaced file's empty log and shared-memory index must not be taken for the new file's.
         if regularFileSize(atPath: destination + "-wal") == 0 {
@@ -271,24 +273,5 @@ final class AtomicReplacement {
 
     static func refusal(_ operation: String, _ message: String) -> DatabaseError {
         DatabaseError(.fileSystem, "\(operation) refused: \(message)")
-    }
-
-    // MARK: - Leftovers
-
-    /// Removes temporary files of this destination whose process is gone (a run killed with SIGKILL, or a crash).
-    /// Files of a live process, this one included, are left alone: they belong to a run in progress.
-    static func removeDeadLeftovers(of destination: String) {
-        let folder = parentFolder(of: destination)
-        let prefix = (destination.split(separator: "/").last.map(String.init) ?? destination) + temporaryMarker
-        for name in directoryEntries(of: folder) ?? [] where name.hasPrefix(prefix) {
-            let rest = name.dropFirst(prefix.count)
-            guard let dash = rest.firstIndex(of: "-"), let pid = pid_t(rest[..<dash]), pid > 0 else { continue }
-            let tail = rest[rest.index(after: dash)...]
-            let randomPart = tail.prefix { $0.isHexDigit }
-            let suffix = tail.dropFirst(randomPart.count)
-            guard !randomPart.isEmpty, ["", "-journal", "-wal", "-shm"].contains(String(suffix)) else { continue }
-            guard pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
-            unlink(folder + "/" + name)
-        }
     }
 }

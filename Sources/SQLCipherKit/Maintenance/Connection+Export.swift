@@ -43,7 +43,7 @@ extension Connection {
         try export(to: destination, encryption: .none)
     }
 
-    private func export(to destination: String, encryption target: Encryption) throws {
+    func export(to destination: String, encryption target: Encryption) throws {
         _ = try checkedConnection()
         guard !isInsideTransaction else {
             throw DatabaseError(
@@ -138,7 +138,12 @@ extension Connection {
                 "an existing database with non-default cipher settings cannot be attached (SQLCipher reads"
                     + " it during ATTACH, before its settings can be applied); open it with its own Connection")
         }
-        FileCreation.createPrivateFileIfMissing(atPath: path)
+        if EncryptionGuard.hasURIKeyParameter(path) {
+            throw DatabaseError(
+                kind: .sqlite, code: DatabaseError.SQLITE_AUTH,
+                message: "not authorized: \(EncryptionGuard.uriKeyRefusal.message); nothing was created")
+        }
+        let isCreatedNow = FileCreation.createPrivateFileIfMissing(atPath: path)
         var isAttached = false
         do {
             // A wrong key for an existing file usually fails here already (SQLITE_NOTADB).
@@ -151,6 +156,9 @@ extension Connection {
         } catch {
             if isAttached {
                 try? detach(schema)
+            }
+            if isCreatedNow {
+                FileCreation.removeIfEmpty(atPath: path)
             }
             if let error = error as? DatabaseError, error.resultCode == DatabaseError.SQLITE_NOTADB {
                 throw DatabaseError(

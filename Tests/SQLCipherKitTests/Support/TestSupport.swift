@@ -49,3 +49,38 @@ extension TestKeys {
     static let rawText = "x'" + String(repeating: "7f3a9c01", count: 8) + "'"
 }
 
+
+/// The ways SQL reaches the engine; a guard must hold on each.
+enum SQLPath: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case execute, executeScript, statement, cachedStatement
+
+    var testDescription: String { rawValue }
+
+    /// Whether it can bind arguments.
+    var takesArguments: Bool { self == .statement || self == .cachedStatement }
+
+    /// Runs `sql` this way (`arguments` only where ``takesArguments``).
+    func run(_ sql: String, arguments: StatementArguments = [], on db: Connection) throws {
+        switch self {
+        case .execute: try db.execute(sql)
+        case .executeScript: try db.executeScript(sql) { _, _ in }
+        case .statement: try db.prepare(sql).run(arguments: arguments)
+        case .cachedStatement: try db.execute(sql, arguments: arguments)
+        }
+    }
+}
+
+/// An encrypted `main.db` with 3 rows, open, and what a guard test compares once a statement was refused: the
+/// folder's listing (names and modes) and the file's bytes.
+struct GuardScene {
+    let db: Connection
+    let listing: [String: Int]
+    let mainBytes: [UInt8]
+
+    init(in dir: TemporaryDirectory, isURI: Bool = false) throws {
+        try EncryptionTests.makeDatabase(dir.path("main.db"), rows: 3)
+        listing = try folderListing(dir.url.path)
+        mainBytes = try snapshot(dir.path("main.db"))
+        db = try Connection(path: dir.path("main.db"), key: TestKeys.raw, options: OpenOptions(isURI: isURI))
+    }
+}

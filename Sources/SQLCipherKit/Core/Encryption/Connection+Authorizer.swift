@@ -60,8 +60,8 @@ extension Connection {
     /// Installs an authorizer, asked about every action of every statement compiled from now on. `nil` removes it.
     ///
     /// SQLCipherKit's own guard runs first and cannot be overridden: key and cipher PRAGMAs (other than the reads it
-    /// allows), `temp_store` other than MEMORY and a plaintext ATTACH on an encrypted connection stay refused
-    /// whatever the authorizer answers (see Docs/Security.md).
+    /// allows), `temp_store` other than MEMORY, a plaintext ATTACH on an encrypted connection, a key in an ATTACH
+    /// file name and `VACUUM INTO` stay refused whatever the authorizer answers (see Docs/Security.md).
     ///
     /// See [sqlite3_set_authorizer](https://www.sqlite.org/c3ref/set_authorizer.html).
     public func setAuthorizer(_ authorizer: ((AuthorizerRequest) -> AuthorizerDecision)?) throws {

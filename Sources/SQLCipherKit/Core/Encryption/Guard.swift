@@ -15,14 +15,18 @@ import Darwin
 ///   connection of the process, and `cipher_migrate`, `cipher_add_random`, `cipher_profile` are actions;
 /// - `page_size` with a value on an encrypted schema: SQLCipher takes it as the cipher page size;
 /// - `temp_store` with any value but exactly `MEMORY` or `2`: FILE writes plaintext temporary files, and SQLite reads
-///   an unknown value (`'memory '`, `' 2'`) as DEFAULT.
+///   an unknown value (`'memory '`, `' 2'`) as DEFAULT;
+/// - an ATTACH whose file name carries a key as a URI parameter (see ``hasURIKeyParameter(_:)``).
+///
+/// `VACUUM INTO`, which compiles without asking the authorizer anything, is refused once compiled
+/// (``checkCompiled(_:sql:state:)``).
 ///
 /// Such a statement fails to prepare with `SQLITE_AUTH` and a message that names the PRAGMA and what to use instead.
 /// The library's own statements (cipher settings of an attached database, the checks below) run with
 /// ``GuardState/isRunningLibraryStatement`` set, which nothing outside the library can set.
 ///
 /// An ATTACH cannot be judged when it compiles (the authorizer sees the file name, not the key), so a statement that
-/// attaches is checked when it has run: see ``checkNewAttachments(handle:before:)``.
+/// attaches is checked when it has run: see ``checkNewAttachments(handle:before:createdFiles:)``.
 enum EncryptionGuard {
     /// The PRAGMAs that carry a key.
     static let keyPragmas: Set<String> = ["key", "rekey", "hexkey", "hexrekey", "textkey", "textrekey"]
@@ -123,7 +127,12 @@ enum EncryptionGuard {
             return SQLITE_DENY
         }
         if action == SQLITE_ATTACH {
-            state.attachCompileCount &+= 1
+            let fileName = argument1.map { String(cString: $0) }
+            if let fileName, hasURIKeyParameter(fileName) {
+                state.lastRefusal = uriKeyRefusal
+                return SQLITE_DENY
+            }
+            state.compiledAttachFileNames.append(fileName)
         }
         if !state.blockedSchemas.isEmpty, let argument3,
            state.blockedSchemas.contains(String(cString: argument3).lowercased()) {
@@ -154,23 +163,44 @@ enum EncryptionGuard {
     // MARK: - ATTACH
 
     /// Steps a statement that attaches a database, then checks what it attached (see
-    /// ``checkNewAttachments(handle:before:)``) before anything else can use it.
-    static func step(attachingStatement statement: OpaquePointer, handle: ConnectionHandle) throws -> CInt {
-        let before = sqlite3_stmt_busy(statement) == 0 ? attachedSchemas(handle) : nil
+    /// ``checkNewAttachments(handle:before:createdFiles:)``) before anything else can use it.
+    /// A failed ATTACH removes the empty file it created (see ``FilesAnAttachMayCreate``).
+    static func step(
+        attachingStatement statement: OpaquePointer, fileNames: [String?], handle: ConnectionHandle
+    ) throws -> CInt {
+        let isFirstStep = sqlite3_stmt_busy(statement) == 0
+        let before = isFirstStep ? attachedSchemas(handle) : nil
+        let createdFiles = isFirstStep ? FilesAnAttachMayCreate(fileNames: fileNames) : nil
         let code = sqlite3_step(statement)
         if code == SQLITE_DONE, let before {
-            try checkNewAttachments(handle: handle, before: before)
+            try checkNewAttachments(handle: handle, before: before, createdFiles: createdFiles)
+        } else if code != SQLITE_ROW {
+            createdFiles?.removeCreatedEmptyFiles()
+            // SQLite names the file in "unable to open database: file:x.db?key=…": the message would carry the key.
+            if let message = sqlite3_errmsg(handle.sqliteConnection).map({ String(cString: $0) }),
+               mentionsURIKey(message) {
+                throw DatabaseError(
+                    kind: .sqlite, code: DatabaseError.SQLITE_AUTH, message: "not authorized: \(uriKeyRefusal.message)")
+            }
         }
         return code
     }
 
     /// Checks the schemas an ATTACH added:
     /// - a new (empty) file is made private (0600; SQLite gives its journal and WAL the same mode);
+    /// - a schema keyed from its URI file name (`file:x.db?key=…`, given by a parameter or an expression, which the
+    ///   authorizer does not see) is detached at once, the empty file it created removed, and the statement fails:
+    ///   keys never travel in SQL;
     /// - on a keyed connection, a schema without a codec (no KEY on SQLCipher 3 before the main key was used,
     ///   `KEY ''`, an empty blob or bound value) is detached at once, the empty file it created removed, and the
     ///   statement fails: the next statement could write plaintext into it. Unless plaintext attachments are
     ///   allowed (``OpenOptions/allowsPlaintextAttachments``, or the library's own plaintext export).
-    static func checkNewAttachments(handle: ConnectionHandle, before: [(name: String, file: String)]) throws {
+    ///
+    /// The file removed is one that did not exist before the statement ran, when the authorizer saw its name;
+    /// otherwise (a name given by a parameter or an expression) the new schema's file when it is empty.
+    static func checkNewAttachments(
+        handle: ConnectionHandle, before: [(name: String, file: String)], createdFiles: FilesAnAttachMayCreate?
+    ) throws {
         let state = handle.guardState
         let known = Set(before.map { $0.name.lowercased() })
         for schema in attachedSchemas(handle) where !known.contains(schema.name.lowercased()) {
@@ -180,17 +210,26 @@ enum EncryptionGuard {
             if isNewFile {
                 _ = chmod(schema.file, 0o600)
             }
-            if hasCodec(schema: schema.name, handle: handle) {
+            let reason: String
+            if wasKeyedByURI(schema: schema.name, handle: handle) {
+                reason = uriKeyRefusal.message
+            } else if hasCodec(schema: schema.name, handle: handle) {
                 state.keyedSchemas.insert(schema.name.lowercased())
                 continue
-            }
-            state.keyedSchemas.remove(schema.name.lowercased())
-            guard state.isKeyed, !state.allowsPlaintextAttachments, !state.isAllowingLibraryPlaintextAttachment else {
-                continue
+            } else {
+                state.keyedSchemas.remove(schema.name.lowercased())
+                guard state.isKeyed, !state.allowsPlaintextAttachments,
+                      !state.isAllowingLibraryPlaintextAttachment else { continue }
+                reason = "ATTACH of \(displayed("", schema.name)) without a key is refused on an encrypted"
+                    + " connection: the file would be written in plaintext. Give a key (ATTACH … KEY ?,"
+                    + " Connection.attach(_:as:encryption:)), or allow plaintext attachments explicitly"
+                    + " (OpenOptions.allowsPlaintextAttachments; CLI: exec --allow-plaintext)"
             }
             let detached = runLibraryStatement("DETACH DATABASE \(Connection.quoteIdentifier(schema.name))", handle)
             if detached {
-                if isNewFile && regularFileSize(atPath: schema.file) == 0 {
+                if let createdFiles, createdFiles.knowsEveryName {
+                    createdFiles.removeCreatedEmptyFiles()
+                } else if isNewFile && regularFileSize(atPath: schema.file) == 0 {
                     _ = unlink(schema.file)
                 }
             } else {
@@ -198,11 +237,7 @@ enum EncryptionGuard {
             }
             throw DatabaseError(
                 kind: .sqlite, code: DatabaseError.SQLITE_AUTH,
-                message: "not authorized: ATTACH of \(displayed("", schema.name)) without a key is refused on an"
-                    + " encrypted connection: the file would be written in plaintext. Give a key (ATTACH … KEY ?,"
-                    + " Connection.attach(_:as:encryption:)), or allow plaintext attachments explicitly"
-                    + " (OpenOptions.allowsPlaintextAttachments; CLI: exec --allow-plaintext)"
-                    + (detached ? "" : "; it could not be detached and stays unusable"))
+                message: "not authorized: \(reason)" + (detached ? "" : "; it could not be detached and stays unusable"))
         }
     }
 
@@ -284,10 +319,17 @@ final class GuardState {
     var keyedSchemas: Set<String> = []
     /// Plaintext attachments that could not be detached: every action on them is refused.
     var blockedSchemas: Set<String> = []
-    /// Counts ATTACH actions compiled, so a statement knows whether it attaches.
-    var attachCompileCount = 0
+    /// The file names of the ATTACH actions compiled since ``beginCompiling()`` (`nil`: given by a parameter or an
+    /// expression), so a statement knows whether it attaches and what it may create.
+    var compiledAttachFileNames: [String?] = []
     /// The guard's last refusal, turned into the error's message.
     var lastRefusal: GuardRefusal?
+
+    /// Called before a statement of the caller's is compiled.
+    func beginCompiling() {
+        lastRefusal = nil
+        compiledAttachFileNames.removeAll(keepingCapacity: true)
+    }
 
     /// Runs `body` with `flag` set, and puts the flag back as it was (nested uses stay set).
     func with<T>(_ flag: ReferenceWritableKeyPath<GuardState, Bool>, _ body: () throws -> T) rethrows -> T {
