@@ -40,8 +40,7 @@ struct ReadOnlyCheckTests {
 
             expectError(.wrongKey) { try DatabaseVerification.verify(path: path, encryption: .key(TestKeys.otherPassphrase)) }
             #expect(try Self.folder(dir) == before)
-            #expect(Connection.probeKey(path: path, encryption: .key(TestKeys.raw)) == .opens)
-            #expect(Connection.probeKey(path: path, encryption: .key(TestKeys.otherPassphrase)) == .doesNotOpen)
+            #expect(KeyState.probe(path: path, old: .key(TestKeys.raw), new: .key(TestKeys.otherPassphrase)) == .old)
             let inspection = try DatabaseFileInspection.inspect(path: path, encryption: .key(TestKeys.raw))
             #expect(inspection.hasHotJournal)
             #expect(inspection.database?.journalMode == "delete")
@@ -83,7 +82,7 @@ struct ReadOnlyCheckTests {
             // As it lies, without its journal, the file opens with neither key.
             #expect(!Connection.opensWithoutSideFiles(path: path, encryption: .key(TestKeys.raw)))
             #expect(!Connection.opensWithoutSideFiles(path: path, encryption: .key(newKey)))
-            #expect(Connection.probeKeys(path: path, old: .key(TestKeys.raw), new: .key(newKey)) == .old)
+            #expect(KeyState.probe(path: path, old: .key(TestKeys.raw), new: .key(newKey)) == .old)
             #expect(try Self.folder(dir) == before)
 
             expectError(.wrongKey) { try Connection(path: path, key: newKey) }
@@ -118,7 +117,7 @@ struct ReadOnlyCheckTests {
             #expect(!verification.isWriteAheadLogInUse)
             let inspection = try DatabaseFileInspection.inspect(path: path, encryption: .key(TestKeys.raw))
             #expect(inspection.database?.journalMode == "wal")
-            #expect(Connection.probeKey(path: path, encryption: .key(TestKeys.raw)) == .opens)
+            #expect(KeyState.opens(path: path, encryption: .key(TestKeys.raw), depth: .everyPage, busyTimeout: .milliseconds(200)) == true)
             let rows = try ReadOnlyCheck(path: path).run(encryption: .key(TestKeys.raw), busyTimeout: nil) { db in
                 try db.scalar("SELECT count(*) FROM t", as: Int.self)
             }
