@@ -146,7 +146,7 @@ if !isCoreOnly {
         .target(
             name: "SQLCipherKitReplication",
             dependencies: [
-                "SQLCipherKit", "COpenSSL",
+                "SQLCipherKit", "CSQLCipher", "COpenSSL",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -24,9 +24,9 @@ import Darwin
 ///
 /// The owner and group of a replaced file are kept; when this process could not give them to the new file (not
 /// root, file of another user), the replacement is refused before anything is written.
-final class AtomicReplacement {
+package final class AtomicReplacement {
     /// Whether the destination may exist.
-    enum Policy {
+    package enum Policy {
         /// The destination must not exist (or be an empty file).
         case createNew
         /// The destination is replaced when it exists.
@@ -34,11 +34,11 @@ final class AtomicReplacement {
     }
 
     /// The path the caller named.
-    let requestedDestination: String
+    package let requestedDestination: String
     /// The real file that is written (symlinks resolved).
-    let destination: String
+    package let destination: String
     /// The temporary file to write the copy into.
-    let temporaryPath: String
+    package let temporaryPath: String
 
     private let replacesExistingFile: Bool
     private let preservedMetadata: FileMetadata?
@@ -55,7 +55,7 @@ final class AtomicReplacement {
     ///   - source: The database being copied, when there is one: refused when it is the destination itself.
     ///   - policy: Whether an existing destination is replaced.
     ///   - operation: What is being written, for messages (`export`, `backup`, …).
-    init(destination: String, source: String? = nil, policy: Policy, operation: String) throws {
+    package init(destination: String, source: String? = nil, policy: Policy, operation: String) throws {
         let resolved = try Self.resolve(destination, operation: operation)
         requestedDestination = destination
         self.destination = resolved.path
@@ -95,7 +95,7 @@ final class AtomicReplacement {
     /// over the destination. On any failure the temporary file is removed and the error rethrown.
     ///
     /// - Parameter verify: Opens the copy (without creating it) and throws when it is not what it should be.
-    func commit(verify: (String) throws -> Void) throws {
+    package func commit(verify: (String) throws -> Void) throws {
         precondition(!isFinished, "an atomic replacement commits once")
         do {
             try verify(temporaryPath)
@@ -131,7 +131,7 @@ final class AtomicReplacement {
     }
 
     /// Removes the temporary file and its companions.
-    func abandon() {
+    package func abandon() {
         guard !isFinished else { return }
         isFinished = true
         temporaryFile.remove()
