@@ -34,13 +34,6 @@ final class ReadOnlyFile {
         return Int64(status.st_size)
     }
 
-    /// The device and inode: the file's identity, which a rename over its path changes.
-    func identity() throws -> FileIdentity {
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw ReplicationError.fileSystem("cannot read \(path)") }
-        return FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
-    }
-
     /// Reads up to `count` bytes at `offset` into `buffer` (fewer only at the end of the file).
     ///
     /// - Returns: The number of bytes read.
@@ -64,25 +57,6 @@ final class ReadOnlyFile {
         let read = try bytes.withUnsafeMutableBytes { try self.read(into: $0, count: count, at: offset) }
         bytes.removeLast(count - read)
         return bytes
-    }
-}
-
-/// A file's device and inode.
-struct FileIdentity: Hashable, Sendable {
-    let device: UInt64
-    let inode: UInt64
-
-    /// The identity of the file at `path` now (symlinks followed); `nil` when there is none.
-    init?(path: String) {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return nil }
-        device = UInt64(status.st_dev)
-        inode = UInt64(status.st_ino)
-    }
-
-    init(device: UInt64, inode: UInt64) {
-        self.device = device
-        self.inode = inode
     }
 }
 

@@ -23,7 +23,7 @@ final class ReplicatedDatabase: @unchecked Sendable {
     let path: String
     var walPath: String { path + "-wal" }
     /// The main file's identity at start: a file renamed over the path is another database.
-    let identity: FileIdentity
+    let identity: OpenFiles.FileID
     let pageSize: Int
     let plaintextHeaderSize: Int
     /// Kept in the replica only for a database with a plaintext header (the file does not store it there).
@@ -61,7 +61,7 @@ final class ReplicatedDatabase: @unchecked Sendable {
                 "\(path) is not in WAL mode: replication ships the write-ahead log (DatabasePool opens databases in"
                     + " WAL mode; PRAGMA journal_mode = WAL does it once for a file)")
         }
-        guard let identity = FileIdentity(path: path) else {
+        guard let identity = OpenFiles.fileID(path: path) else {
             throw ReplicationError.fileSystem("cannot read \(path)")
         }
         self.identity = identity
@@ -222,7 +222,7 @@ final class ReplicatedDatabase: @unchecked Sendable {
     }
 
     /// Whether the path still names the file the replicator opened.
-    var isSameFile: Bool { FileIdentity(path: path) == identity }
+    var isSameFile: Bool { OpenFiles.fileID(path: path) == identity }
 
     // MARK: - Closing
 
