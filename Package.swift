@@ -159,6 +159,7 @@ if !isCoreOnly {
             dependencies: [
                 "SQLCipherKitReplication", "SQLCipherKitTestSupport", "sqlcipherkit",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strictSwift
         ),

@@ -148,7 +148,7 @@ public actor Replicator {
     /// doubling wait (up to ``ReplicatorConfiguration/maximumRetryInterval``); the database keeps serving.
     ///
     /// - Throws: Only what retrying cannot fix: a plaintext database, one not in WAL mode, a key that does not open
-    ///   it. Store failures are logged, counted and retried.
+    ///   it (also when another process rekeyed it while it ran). Store failures are logged, counted and retried.
     public func run() async throws {
         do {
             try await start()
@@ -162,6 +162,13 @@ public actor Replicator {
                 try await syncNow()
                 failures = 0
             } catch let error as ReplicationError where error.kind == .invalidArgument || error.kind == .wrongKey {
+                try? await stop()
+                throw error
+            } catch let error as DatabaseError where error.kind == .wrongKey || error.kind == .notADatabase {
+                // The key no longer opens the file (another process rekeyed it): retrying cannot help.
+                logger.error("replication stopped: the key no longer opens the database", metadata: [
+                    "error": "\(error)",
+                ])
                 try? await stop()
                 throw error
             } catch {

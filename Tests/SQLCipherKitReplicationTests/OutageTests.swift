@@ -1,4 +1,5 @@
 import Foundation
+import MetricsTestKit
 import SQLCipherKit
 @testable import SQLCipherKitReplication
 import SQLCipherKitTestSupport
@@ -72,11 +73,13 @@ struct OutageTests {
             let pool = try DatabasePool(path: folder.path("notes.db"), keyProvider: .fixed(key))
             try await pool.write { db in try db.execute("CREATE TABLE note(id INTEGER PRIMARY KEY, body TEXT)") }
             let store = SwitchableStore(try FolderReplicaStore(root: folder.path("replica")))
+            let metrics = TestMetrics()
             let replicator = Replicator(
                 pool: pool, store: store,
                 configuration: ReplicatorConfiguration(
                     checkpointFrameCount: 100_000, snapshotInterval: nil, retention: nil,
-                    maximumWALByteCount: 256 * 1024))
+                    maximumWALByteCount: 256 * 1024, metricsName: "notes", metricsFactory: metrics))
+            let database = [("database", "notes")]
             func insert(_ count: Int) async throws {
                 try await pool.write { db in
                     for _ in 0..<count {
@@ -104,6 +107,9 @@ struct OutageTests {
             #expect(status.consecutiveFailureCount == 2)
             let rows = try await pool.read { db in try db.scalar("SELECT count(*) FROM note", as: Int.self) }
             #expect(rows == 225)
+            #expect(try metrics.expectCounter("sqlcipherkit_replication_failures_total", database).totalValue == 2)
+            #expect(try metrics.expectCounter("sqlcipherkit_replication_gaps_total", database).totalValue == 1)
+            #expect((try metrics.expectGauge("sqlcipherkit_replication_lag_frames", database).lastValue ?? 0) > 0)
 
             store.isDown = false
             try await insert(3)
@@ -111,6 +117,11 @@ struct OutageTests {
             status = await replicator.status
             #expect(status.generation != first)
             #expect(status.consecutiveFailureCount == 0)
+            #expect(try metrics.expectCounter("sqlcipherkit_replication_generations_total", database).totalValue == 2)
+            #expect(try metrics.expectCounter("sqlcipherkit_replication_shipped_bytes_total", database).totalValue > 0)
+            #expect(try metrics.expectGauge("sqlcipherkit_replication_lag_seconds", database).lastValue == 0)
+            #expect(try metrics.expectGauge(
+                "sqlcipherkit_replication_last_success_timestamp_seconds", database).lastValue != nil)
             let catalog = try await Replica(store: store).catalog()
             #expect(catalog.generations.count == 2)
             #expect(catalog.generations.last?.reason?.hasPrefix("gap:") == true)
