@@ -44,8 +44,9 @@ var targets: [Target] = [
         pkgConfig: "libcrypto",
         providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
     ),
-    // Async-signal-safe removal of temporary database files (a C signal handler cannot be written in Swift).
-    .target(name: "CSQLCipherKitSupport"),
+    // Async-signal-safe removal of temporary database files (a C signal handler cannot be written in Swift), and the
+    // read-only overlay VFS of the library's checks (a VFS is a table of C callbacks).
+    .target(name: "CSQLCipherKitSupport", dependencies: ["CSQLCipher"]),
     .target(
         name: "SQLCipherKit",
         dependencies: [
@@ -175,7 +176,7 @@ if !isCoreOnly {
         .executableTarget(
             name: "sqlcipherkit-vapor-example",
             dependencies: [
-                "SQLCipherKitFluent",
+                "SQLCipherKitFluent", "SQLCipherKitServices",
                 .product(name: "Fluent", package: "fluent"),
                 .product(name: "Vapor", package: "vapor"),
             ],

@@ -44,8 +44,12 @@ extension DatabaseConfigurationFactory {
         }
     }
 
-    /// Fluent over a pool you opened and close yourself (for example one held by a lifecycle service, or rotated
-    /// live). Turn foreign keys on in the pool's `prepareConnection` if you want them enforced.
+    /// Fluent over a pool you opened and close yourself (for example a `DatabaseService`'s, rotated live).
+    ///
+    /// Fluent relies on foreign keys, and ``sqlcipher(file:keyProvider:configuration:sqlLogLevel:encoder:decoder:metrics:)``
+    /// turns them on; so the pool must have been opened with ``OpenOptions/enforcesForeignKeys``
+    /// (`configuration.openOptions.enforcesForeignKeys = true`). A pool without it is refused: every query fails
+    /// with ``DatabaseError/invalidArgument`` saying so, rather than accepting rows that point nowhere.
     public static func sqlcipher(
         pool: DatabasePool,
         sqlLogLevel: Logger.Level? = .debug,
@@ -79,15 +83,14 @@ struct SQLCipherFluentConfiguration: DatabaseConfiguration {
         let ownsPool: Bool
         switch source {
         case .pool(let given):
-            pool = .success(given)
+            pool = given.enforcesForeignKeys ? .success(given) : .failure(DatabaseError(
+                .invalidArgument,
+                "the pool given to Fluent does not enforce foreign keys, which Fluent relies on: open it with"
+                    + " configuration.openOptions.enforcesForeignKeys = true"))
             ownsPool = false
         case .file(let path, let keyProvider, var configuration):
-            let prepare = configuration.openOptions.prepareConnection
-            configuration.openOptions.prepareConnection = { db in
-                // Fluent relies on foreign keys; SQLite leaves them off unless asked on each connection.
-                try db.execute("PRAGMA foreign_keys = ON")
-                try prepare?(db)
-            }
+            // Fluent relies on foreign keys; SQLite leaves them off unless asked on each connection.
+            configuration.openOptions.enforcesForeignKeys = true
             pool = Result { try DatabasePool(path: path, keyProvider: keyProvider, configuration: configuration) }
             ownsPool = true
         }

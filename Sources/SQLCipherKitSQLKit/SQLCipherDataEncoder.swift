@@ -40,7 +40,6 @@ public struct SQLCipherDataEncoder: Sendable {
 
     private static func directValue(_ value: any Encodable) -> DatabaseValue? {
         switch value {
-        case let value as DatabaseValue: value
         case let value as String: .text(value)
         case let value as Int: .integer(Int64(value))
         case let value as Int64: .integer(value)

@@ -19,15 +19,29 @@ import Synchronization
 /// finishes, new work fails with ``DatabaseError/connectionClosed``. List it before the services that use it.
 ///
 /// **Live key rotation.** The operator writes the new key to ``pendingKeyFile`` (`<keyFile>.next`, mode 0600, the
-/// key-file format). At its next check (every ``Configuration/keyFileCheckInterval``) the service:
-/// 1. reads and parses the new key (a file it cannot use is renamed `<keyFile>.next.rejected`, nothing changes);
-/// 2. rekeys the pool behind its barrier: new requests wait (they are not failed), requests in flight finish,
-///    readers close, the writer rekeys, verifies every page and truncates the WAL; requests resume on the new key;
-/// 3. verifies with fresh connections that the new key opens the file and the old key no longer does;
-/// 4. only then retires the old key: renames `<keyFile>.next` over `<keyFile>` (atomic, folder synced).
+/// key-file format; write it under another name, then `mv`). At its next check (every
+/// ``Configuration/keyFileCheckInterval``) the service hands it over, one step at a time, each step one atomic file
+/// operation:
+/// 1. takes the hand-over turn (an `flock` on the key folder: two replicas of a service on one database never
+///    hand over at once);
+/// 2. reads the pending file **once**, by descriptor, and keeps those bytes; a file that is not a key, is the
+///    current key, or is a passphrase below ``EncryptionKey/minimumRotationPassphraseByteCount`` bytes (unless
+///    ``Configuration/allowsWeakPassphrase``) is renamed `<pending>.rejected` and nothing else changes;
+/// 3. records those bytes in ``rotatingKeyFile`` (`<keyFile>.rotating`, mode 0600, flushed) before anything changes;
+/// 4. rekeys the pool behind its barrier with those bytes: new requests wait (they are not failed), requests in
+///    flight finish, readers close, the writer rekeys and verifies every page;
+/// 5. renames ``rotatingKeyFile`` over ``keyFile`` (the verified bytes, not whatever the pending file holds now),
+///    then removes the pending file only if it is still the file that was read: a key handed over meanwhile is the
+///    next hand-over.
 ///
-/// A crash between 2 and 4 leaves the file on the new key with the new key still in `<keyFile>.next`: the next
-/// start finds that the key file no longer opens it, opens it with the pending key and finishes step 4.
+/// After a failed rekey a fresh probe decides which key opens the database, and the service acts on that: the pool
+/// stays open on the key that works, the key that opens the file is never renamed "rejected", and a rotation that
+/// did not take is retried (with a growing pause) while the pending file stays. A reader in another process that
+/// keeps the WAL from being truncated does not fail the rotation: the truncate is retried at every check.
+///
+/// At start, and at every check, the key that opens the database is found from the files: ``keyFile``, then
+/// ``rotatingKeyFile`` (a hand-over interrupted after its rekey is finished), then ``pendingKeyFile``. When another
+/// replica rotated the key, ``keyFile`` changes and opens the database: the pool reopens with it.
 public final class DatabaseService: Service, Sendable {
     /// How the service opens the pool and watches its key file.
     public struct Configuration: Sendable {
@@ -37,6 +51,11 @@ public final class DatabaseService: Service, Sendable {
         public var keyFileCheckInterval: Duration?
         /// Appended to the key file's path to name the pending key file.
         public var pendingKeySuffix: String
+        /// Accept a pending passphrase shorter than ``EncryptionKey/minimumRotationPassphraseByteCount`` bytes, or
+        /// with a line break inside (`false` by default: such text is more likely a mistake than a key).
+        public var allowsWeakPassphrase: Bool
+        /// How long opening the service waits for another process's hand-over on the same key folder.
+        public var handOverWaitTimeout: Duration
         /// The `database` dimension of every metric: a name, not a path.
         public var metricsName: String
         /// Where rotations, health failures and shutdown are reported (never key material).
@@ -49,6 +68,8 @@ public final class DatabaseService: Service, Sendable {
             pool: DatabasePool.Configuration = DatabasePool.Configuration(),
             keyFileCheckInterval: Duration? = .seconds(1),
             pendingKeySuffix: String = ".next",
+            allowsWeakPassphrase: Bool = false,
+            handOverWaitTimeout: Duration = .seconds(60),
             metricsName: String = "default",
             logger: Logger = Logger(label: "sqlcipherkit.service"),
             metricsFactory: any MetricsFactory = MetricsSystem.factory
@@ -57,6 +78,8 @@ public final class DatabaseService: Service, Sendable {
             self.pool = pool
             self.keyFileCheckInterval = keyFileCheckInterval
             self.pendingKeySuffix = pendingKeySuffix
+            self.allowsWeakPassphrase = allowsWeakPassphrase
+            self.handOverWaitTimeout = handOverWaitTimeout
             self.metricsName = metricsName
             self.logger = logger
         }
@@ -85,46 +108,121 @@ public final class DatabaseService: Service, Sendable {
     /// The database path.
     public let path: String
     /// The file holding the current key.
-    public var keyFile: String { keys.keyFile }
+    public var keyFile: String { handOver.keyFile }
     /// Where an operator puts a new key to have it rotated in.
-    public var pendingKeyFile: String { keys.pendingKeyFile }
+    public var pendingKeyFile: String { handOver.pendingKeyFile }
+    /// Where a hand-over records the key being rotated in, from the rekey until it is renamed over ``keyFile``.
+    public var rotatingKeyFile: String { handOver.rotatingKeyFile }
 
     private let configuration: Configuration
-    private let keys: RotatingKeyFile
+    private let handOver: KeyHandOver
     private let metrics: DatabaseServiceMetrics
-    private let rotationLock = Mutex(false)
+    private let state: Mutex<State>
+
+    /// What the service knows between checks. The key is the pool's: kept in memory (as the pool keeps it), so a
+    /// connection never reads a key file that is being replaced.
+    private struct State {
+        var key: EncryptionKey
+        var keyFileIdentity: EncryptionKey.KeyFileIdentity?
+        var isChecking = false
+        var isWALTruncatePending = false
+        var failedAttemptCount = 0
+        var nextAttempt: ContinuousClock.Instant?
+    }
 
     private var logger: Logger { configuration.logger }
+    private var metadata: Logger.Metadata { ["path": "\(path)", "keyFile": "\(keyFile)"] }
 
     /// Opens (or creates) the database with the key in `keyFile`.
     ///
-    /// When the key file does not open the file but a pending key does, a rotation was interrupted after the rekey:
-    /// it is finished (the pending file renamed over the key file) and the pool opens with that key.
+    /// When the key file does not open the database, a hand-over was interrupted: the key in `<keyFile>.rotating`,
+    /// then the one in `<keyFile>.next`, is tried, and the one that opens the database is written into the key file
+    /// (a hand-over another process is running on the same key folder is waited for, up to
+    /// ``Configuration/handOverWaitTimeout``).
     ///
-    /// - Throws: The errors of ``DatabasePool/init(path:keyProvider:configuration:)`` and of the key file.
+    /// - Throws: The errors of ``DatabasePool/init(path:keyProvider:configuration:)`` and of the key file;
+    ///   ``DatabaseError/wrongKey`` naming every file tried when none opens the database.
     public init(path: String, keyFile: String, configuration: Configuration = Configuration()) throws {
         self.path = path
         self.configuration = configuration
-        self.keys = RotatingKeyFile(keyFile: keyFile, pendingSuffix: configuration.pendingKeySuffix)
+        let handOver = KeyHandOver(keyFile: keyFile, pendingSuffix: configuration.pendingKeySuffix)
+        self.handOver = handOver
         self.metrics = DatabaseServiceMetrics(
             database: configuration.metricsName, factory: configuration.metricsFactory)
-        let settled = RotatingKeyFile.Generation(isPending: false)
-        do {
-            pool = try DatabasePool(
-                path: path, keyProvider: keys.provider(for: settled), configuration: configuration.pool)
-        } catch DatabaseError.wrongKey where keys.hasPendingKey {
-            let pending = RotatingKeyFile.Generation(isPending: true)
-            pool = try DatabasePool(
-                path: path, keyProvider: keys.provider(for: pending), configuration: configuration.pool)
-            try keys.retire(pending)
-            configuration.logger.notice("finished an interrupted key rotation: the pending key opens the database", 
-                                        metadata: ["path": "\(path)"])
+        let (pool, key) = try Self.openPool(path: path, handOver: handOver, configuration: configuration)
+        self.pool = pool
+        state = Mutex(State(key: key, keyFileIdentity: EncryptionKey.KeyFileIdentity(path: keyFile)))
+        // Work failing with "file is not a database": another replica rotated the key. Look for it now rather
+        // than at the next check.
+        pool.observeKeyRejections { [weak self] in
+            guard let self else { return }
+            Task { _ = try? await self.check(attemptsHandOver: false) }
         }
+    }
+
+    private static func openPool(
+        path: String, handOver: KeyHandOver, configuration: Configuration
+    ) throws -> (DatabasePool, EncryptionKey) {
+        func open(_ key: EncryptionKey) throws -> DatabasePool? {
+            do {
+                return try DatabasePool(path: path, keyProvider: .fixed(key), configuration: configuration.pool)
+            } catch let error as DatabaseError where error.kind == .wrongKey {
+                return nil
+            }
+        }
+        let logger = configuration.logger
+        let current = try handOver.currentKey()
+        if let pool = try open(current) {
+            // A recorded hand-over whose rekey never happened (the key file opens the database) is cleared, under
+            // the turn: another replica may be between its record and its rekey.
+            if (try? handOver.rotatingKey()) != nil, let turn = try handOver.takeTurn(waiting: .zero) {
+                defer { turn.release() }
+                if let rotating = try? handOver.rotatingKey(),
+                   Connection.probeKeys(
+                    path: path, old: .key(current, settings: configuration.pool.settings),
+                    new: .key(rotating, settings: configuration.pool.settings)) == .old {
+                    handOver.removeRotating()
+                    logger.notice(
+                        "cleared a recorded hand-over whose rekey never happened: the key file opens the database",
+                        metadata: ["path": "\(path)", "rotatingKeyFile": "\(handOver.rotatingKeyFile)"])
+                }
+            }
+            return (pool, current)
+        }
+        guard let turn = try handOver.takeTurn(waiting: configuration.handOverWaitTimeout) else {
+            throw DatabaseError(
+                .busy,
+                "the key file \(handOver.keyFile) does not open \(path), and another process is handing a key over in"
+                    + " \(handOver.folder) (it held the turn for \(configuration.handOverWaitTimeout)); try again")
+        }
+        defer { turn.release() }
+        // Under the turn, from the files as they are now (another replica may have finished meanwhile).
+        let settled = try handOver.currentKey()
+        if let pool = try open(settled) { return (pool, settled) }
+        if let rotating = try handOver.rotatingKey(), let pool = try open(rotating) {
+            try handOver.retireRotating()
+            logger.notice(
+                "finished an interrupted hand-over: the recorded key opens the database and is now in the key file",
+                metadata: ["path": "\(path)", "keyFile": "\(handOver.keyFile)"])
+            return (pool, rotating)
+        }
+        if let pending = try? handOver.readPending(), let pool = try open(pending.key) {
+            try handOver.replaceKeyFile(with: pending.key)
+            handOver.removePending(ifStill: pending.identity)
+            logger.notice(
+                "finished an interrupted hand-over: the pending key opens the database and is now in the key file",
+                metadata: ["path": "\(path)", "keyFile": "\(handOver.keyFile)"])
+            return (pool, pending.key)
+        }
+        throw DatabaseError(
+            .wrongKey,
+            "none of the key files opens \(path): \(handOver.keyFile), \(handOver.rotatingKeyFile) (a hand-over in"
+                + " progress) and \(handOver.pendingKeyFile) (a pending key) were tried, those that exist")
     }
 
     // MARK: - Service
 
-    /// Watches for a pending key until graceful shutdown (or cancellation), then closes the pool after the work in
+    /// Checks the key files until graceful shutdown (or cancellation), then closes the pool after the work in
     /// flight.
     public func run() async throws {
         if let interval = configuration.keyFileCheckInterval {
@@ -132,10 +230,11 @@ public final class DatabaseService: Service, Sendable {
                 while !Task.isCancelled {
                     try await Task.sleep(for: interval)
                     metrics.readers.record(pool.readerConnectionCount)
+                    let isDue = state.withLock { state in state.nextAttempt.map { ContinuousClock.now >= $0 } ?? true }
                     do {
-                        _ = try await rotateIfPending()
+                        _ = try await check(attemptsHandOver: isDue)
                     } catch {
-                        // Logged and counted by rotateIfPending; the service goes on with the key that works.
+                        // Logged and counted where it happened; the service goes on with the key that works.
                     }
                 }
             }
@@ -148,81 +247,277 @@ public final class DatabaseService: Service, Sendable {
 
     // MARK: - Live key rotation
 
-    /// Rotates to the key in ``pendingKeyFile`` if there is one; see the type's discussion for the steps.
+    /// Runs one check now (see the type's discussion): settles a recorded hand-over, reopens the pool when another
+    /// replica changed the key, retries a WAL truncate left after a rotation, and hands the pending key over if
+    /// there is one (also when an earlier attempt failed and its pause has not ended).
     ///
-    /// - Returns: `true` when a key was rotated, `false` when there was no pending key (or a rotation is running).
-    /// - Throws: The error that stopped the rotation; the database then still opens with the current key and the
-    ///   pending file is renamed `<pending>.rejected`.
+    /// - Returns: `true` when this call rotated a key in; `false` when there was nothing to rotate, another check
+    ///   is running, or another process holds the hand-over turn.
+    /// - Throws: The error that stopped the hand-over; the pool then keeps the key that opens the database, and
+    ///   the pending file stays for the next check (or is renamed `<pending>.rejected` when it cannot be a key).
     @discardableResult
     public func rotateIfPending() async throws -> Bool {
-        guard keys.hasPendingKey else { return false }
-        let isMine = rotationLock.withLock { isRunning in
-            defer { isRunning = true }
-            return !isRunning
+        try await check(attemptsHandOver: true)
+    }
+
+    private func check(attemptsHandOver: Bool) async throws -> Bool {
+        let isMine = state.withLock { state in
+            defer { state.isChecking = true }
+            return !state.isChecking
         }
         guard isMine else { return false }
-        defer { rotationLock.withLock { $0 = false } }
+        defer { state.withLock { $0.isChecking = false } }
+        return try await offCooperativePool { [self] in try checkKeys(attemptsHandOver: attemptsHandOver) }
+    }
 
-        let started = ContinuousClock.now
-        do {
-            try await offCooperativePool { [self] in try rotate() }
-            metrics.rotation(succeeded: true, ContinuousClock.now - started)
-            logger.notice("rotated the database key live", metadata: ["path": "\(path)", "keyFile": "\(keyFile)"])
-            return true
-        } catch {
-            metrics.rotation(succeeded: false, ContinuousClock.now - started)
-            logger.error("live key rotation failed; the database keeps its current key", metadata: [
-                "path": "\(path)", "pendingKeyFile": "\(pendingKeyFile)", "error": "\(error)",
-            ])
-            throw error
+    private func checkKeys(attemptsHandOver: Bool) throws -> Bool {
+        let (knownIdentity, isTruncatePending) = state.withLock { ($0.keyFileIdentity, $0.isWALTruncatePending) }
+        if isTruncatePending { retryWALTruncate() }
+        let hasRecord = FileManager.default.fileExists(atPath: handOver.rotatingKeyFile)
+        let keyFileChanged = EncryptionKey.KeyFileIdentity(path: handOver.keyFile) != knownIdentity
+        let hasPending = attemptsHandOver && handOver.hasPendingKey
+        guard hasRecord || keyFileChanged || hasPending else { return false }
+        guard let turn = try handOver.takeTurn() else {
+            // Another replica is handing a key over: its recorded key may already be the one that opens the file.
+            adoptWithoutTurn()
+            return false
+        }
+        defer { turn.release() }
+        if hasRecord { try settleRecordedHandOver() }
+        if keyFileChanged { try adoptChangedKeyFile() }
+        guard hasPending else { return false }
+        return try handOverPendingKey()
+    }
+
+    private var settings: CipherSettings { configuration.pool.settings }
+
+    /// A `<keyFile>.rotating` left by a hand-over that did not finish (a crash, or another replica mid-way, which
+    /// cannot be: it would hold the turn).
+    private func settleRecordedHandOver() throws {
+        let current = state.withLock { $0.key }
+        guard let recorded = try handOver.rotatingKey() else { return }
+        switch Connection.probeKeys(path: path, old: .key(current, settings: settings), new: .key(recorded, settings: settings)) {
+        case .old:
+            handOver.removeRotating()
+            logger.notice("cleared a recorded hand-over whose rekey never happened", metadata: metadata)
+        case .new:
+            try pool.reopen(keyProvider: .fixed(recorded))
+            try handOver.retireRotating()
+            adopt(recorded)
+            logger.notice(
+                "finished an interrupted hand-over: the recorded key opens the database and is now in the key file",
+                metadata: metadata)
+        case let opening:
+            logger.warning(
+                .init(stringLiteral: "a hand-over is recorded, but which key opens the database could not be decided (\(opening)); left"
+                    + " as it is until the next check"), metadata: metadata)
         }
     }
 
-    private func rotate() throws {
-        let oldKey: EncryptionKey
-        let newKey: EncryptionKey
-        do {
-            oldKey = try keys.currentKey()
-            newKey = try keys.pendingKey()
-            guard !oldKey.isSameKey(as: newKey) else {
-                throw DatabaseError(
-                    .invalidKey,
-                    "the pending key is the same as the current key")
+    /// While another process holds the turn: reopens the pool with the key that process recorded (or wrote into the
+    /// key file) once that key opens the database and the pool's does not. Reads files, changes none.
+    private func adoptWithoutTurn() {
+        let current = state.withLock { $0.key }
+        let candidates = [try? handOver.rotatingKey(), try? handOver.currentKey()].compactMap { $0 }
+        for candidate in candidates where !candidate.isSameKey(as: current) {
+            guard opens(candidate) == true, opens(current) == false else { continue }
+            do {
+                try pool.reopen(keyProvider: .fixed(candidate))
+            } catch {
+                continue
             }
-        } catch {
-            keys.reject()
-            throw error
+            state.withLock { $0.key = candidate }
+            logger.notice(
+                "another process rotated the key: the pool reopened with it (the process holding the hand-over turn settles the key files)",
+                metadata: metadata)
+            return
         }
-        let generation = RotatingKeyFile.Generation(isPending: true)
-        do {
-            // Behind the pool's barrier: new work waits, work in flight finishes, then rekey + verify + checkpoint.
-            try pool.rekey(to: keys.provider(for: generation))
-        } catch {
-            keys.reject()
-            throw error
-        }
-        // The file is on the new key now; the pending file stays until the new key is proven on fresh connections.
-        try verifyOpens(with: newKey)
-        guard (try? verifyOpens(with: oldKey)) == nil else {
-            throw DatabaseError(
-                .verificationFailed,
-                "after the rekey the old key still opens \(path); the pending key file was kept")
-        }
-        try keys.retire(generation)
     }
 
-    private func verifyOpens(with key: EncryptionKey) throws {
-        let connection = try Connection(
-            path: path, encryption: .key(key, settings: configuration.pool.settings),
-            options: OpenOptions(mode: .readOnly))
-        defer { connection.close() }
-        _ = try connection.scalar("SELECT count(*) FROM sqlite_master", as: Int.self)
+    /// Whether `key` opens the database: page 1 read and authenticated on a fresh read-only connection. `nil` when
+    /// another connection's lock kept it from being checked.
+    private func opens(_ key: EncryptionKey) -> Bool? {
+        do {
+            let connection = try Connection(
+                path: path, encryption: .key(key, settings: settings),
+                options: OpenOptions(mode: .readOnly, busyTimeout: .seconds(1)))
+            defer { connection.close() }
+            _ = try connection.scalar("SELECT count(*) FROM sqlite_master", as: Int.self)
+            return true
+        } catch let error as DatabaseError where error.kind == .busy || error.resultCode == DatabaseError.SQLITE_BUSY {
+            return nil
+        } catch {
+            return false
+        }
     }
+
+    /// The key file was replaced by someone else: another replica that rotated the key, or an operator.
+    private func adoptChangedKeyFile() throws {
+        let current = state.withLock { $0.key }
+        let (fileKey, identity) = try EncryptionKey.readKeyFile(atPath: handOver.keyFile)
+        if fileKey.isSameKey(as: current) {
+            state.withLock { $0.keyFileIdentity = identity }
+            return
+        }
+        switch (opens(current), opens(fileKey)) {
+        case (false, true):
+            try pool.reopen(keyProvider: .fixed(fileKey))
+            adopt(fileKey, identity: identity)
+            logger.notice(
+                .init(stringLiteral: "the key file changed and its key opens the database (another replica rotated it): the pool reopened"
+                    + " with it"), metadata: metadata)
+        case (true, false):
+            state.withLock { $0.keyFileIdentity = identity }
+            logger.error(
+                .init(stringLiteral: "the key file changed, but its key does not open the database; the pool keeps the key that does. Put"
+                    + " that key back in the key file, or hand a new key over through the pending key file"),
+                metadata: metadata.merging(["pendingKeyFile": "\(pendingKeyFile)"]) { $1 })
+        case let opening:
+            logger.warning(
+                .init(stringLiteral: "the key file changed; which key opens the database could not be decided"
+                    + " (current key: \(opening.0.map { "\($0)" } ?? "locked"), key file: "
+                    + "\(opening.1.map { "\($0)" } ?? "locked")); checking again later"), metadata: metadata)
+        }
+    }
+
+    private func handOverPendingKey() throws -> Bool {
+        let started = ContinuousClock.now
+        let pending: KeyHandOver.Pending
+        do {
+            guard let read = try handOver.readPending() else { return false }
+            pending = read
+        } catch {
+            try refuse(error.identity, error.error)
+        }
+        let current = state.withLock { $0.key }
+        if pending.key.isSameKey(as: current) {
+            handOver.removePending(ifStill: pending.identity)
+            logger.notice("the pending key is the key in use; the pending key file was removed", metadata: metadata)
+            return false
+        }
+        do {
+            try pending.key.checkStrongEnoughForRotation(
+                allowsWeakPassphrase: configuration.allowsWeakPassphrase,
+                remedy: "to accept it anyway, set DatabaseService.Configuration.allowsWeakPassphrase")
+        } catch let error as DatabaseError {
+            try refuse(pending.identity, error)
+        }
+        // From here the bytes in memory are the new key: recorded first, so a crash at any later step leaves a
+        // file that holds the key the database may now open with.
+        do {
+            try handOver.recordRotating(pending.key)
+        } catch {
+            failed(error, started, "could not record the hand-over; nothing changed, and the pending key stays")
+            throw error
+        }
+        logger.debug("recorded the key being handed over; rekeying", metadata: metadata)
+        let outcome: Connection.RekeyOutcome
+        do {
+            outcome = try pool.rekey(to: .fixed(pending.key))
+        } catch {
+            let opening = Connection.probeKeys(
+                path: path, old: .key(current, settings: settings), new: .key(pending.key, settings: settings))
+            switch opening {
+            case .new:
+                logger.warning(
+                    "the rekey reported an error, but the database opens with the new key only: the hand-over goes on",
+                    metadata: metadata.merging(["error": "\(error)"]) { $1 })
+                outcome = Connection.RekeyOutcome(isWALTruncated: false)
+            case .old:
+                handOver.removeRotating()
+                failed(error, started, "the database keeps its current key; the pending key stays and is tried again")
+                throw error
+            default:
+                failed(
+                    error, started,
+                    "which key opens the database could not be decided (\(opening)); the hand-over stays recorded in"
+                        + " \(rotatingKeyFile) and is settled at the next check")
+                throw error
+            }
+        }
+        try handOver.retireRotating()
+        adopt(pending.key)
+        if !handOver.removePending(ifStill: pending.identity) && handOver.hasPendingKey {
+            logger.notice(
+                "another key was handed over while this one was rotated in; it is handed over at the next check",
+                metadata: metadata)
+        }
+        state.withLock { state in
+            state.failedAttemptCount = 0
+            state.nextAttempt = nil
+            if !outcome.isWALTruncated { state.isWALTruncatePending = true }
+        }
+        metrics.rotation(succeeded: true, ContinuousClock.now - started)
+        logger.notice("rotated the database key live", metadata: metadata)
+        if !outcome.isWALTruncated {
+            logger.warning(
+                .init(stringLiteral: "the WAL could not be truncated yet (another connection or process is reading): until it is, the main"
+                    + " file alone still holds pages under the old key; retried at every check"), metadata: metadata)
+        }
+        let holders = OtherProcesses.holding(paths: [path, path + "-wal"])
+        if !holders.isEmpty {
+            logger.warning(
+                .init(stringLiteral: "other processes have the database open: their connections fail with \"file is not a database\" until"
+                    + " they reopen with the new key (a DatabaseService does at its next check)"),
+                metadata: metadata.merging(["pids": "\(holders.map(String.init).joined(separator: ","))"]) { $1 })
+        }
+        return true
+    }
+
+    /// Renames an unusable pending key file `<pending>.rejected` (when it is still the file that was read) and
+    /// throws why.
+    private func refuse(_ identity: EncryptionKey.KeyFileIdentity?, _ error: DatabaseError) throws -> Never {
+        if let identity { handOver.rejectPending(ifStill: identity) }
+        metrics.rotation(succeeded: false, .zero)
+        logger.error(
+            "refused the pending key; it was renamed \(handOver.rejectedKeyFile) and nothing changed",
+            metadata: metadata.merging(["error": "\(error.message)"]) { $1 })
+        throw error
+    }
+
+    /// Logs a failed attempt and pauses the next one (1 s, 2 s, 4 s, … up to 5 minutes).
+    private func failed(_ error: any Error, _ started: ContinuousClock.Instant, _ what: String) {
+        metrics.rotation(succeeded: false, ContinuousClock.now - started)
+        let pause = state.withLock { state in
+            state.failedAttemptCount += 1
+            let pause = Duration.seconds(min(300, 1 << min(state.failedAttemptCount - 1, 9)))
+            state.nextAttempt = ContinuousClock.now + pause
+            return pause
+        }
+        logger.error(
+            "live key rotation failed: \(what)",
+            metadata: metadata.merging([
+                "pendingKeyFile": "\(pendingKeyFile)", "error": "\(error)", "nextAttemptIn": "\(pause)",
+            ]) { $1 })
+    }
+
+    private func adopt(_ key: EncryptionKey, identity: EncryptionKey.KeyFileIdentity? = nil) {
+        let identity = identity ?? EncryptionKey.KeyFileIdentity(path: handOver.keyFile)
+        state.withLock { state in
+            state.key = key
+            state.keyFileIdentity = identity
+        }
+    }
+
+    private func retryWALTruncate() {
+        do {
+            try pool.writeWithoutTransaction { db in try db.checkpointTruncateWithoutWaiting() }
+            state.withLock { $0.isWALTruncatePending = false }
+            logger.notice(
+                "the WAL is truncated: no page under the old key is left in the main file", metadata: metadata)
+        } catch {
+            logger.debug("the WAL truncate is still blocked by a reader", metadata: metadata)
+        }
+    }
+
+    /// The key the pool uses now (for checks and backups).
+    private var currentKey: EncryptionKey { state.withLock { $0.key } }
 
     // MARK: - Health and backups
 
     /// Proves the key in ``keyFile`` still opens the database: opens a fresh read-only connection with it and
-    /// reads the schema (page 1 decrypted and authenticated), then runs a read through the pool.
+    /// reads the schema (page 1 decrypted and authenticated), then runs a read through the pool. During a hand-over
+    /// (between its rekey and its rename), the key recorded in ``rotatingKeyFile`` stands in for the key file.
     ///
     /// - Throws: ``DatabaseError/wrongKey`` when the key no longer opens the file; the pool's errors
     ///   (``DatabaseError/connectionClosed`` after shutdown).
@@ -231,7 +526,7 @@ public final class DatabaseService: Service, Sendable {
         do {
             let report = try await offCooperativePool { [self] () throws -> HealthReport in
                 let connection = try Connection(
-                    path: path, encryption: .key(try keys.currentKey(), settings: configuration.pool.settings),
+                    path: path, encryption: .key(try healthKey(), settings: configuration.pool.settings),
                     options: OpenOptions(mode: .readOnly))
                 defer { connection.close() }
                 let count = try connection.scalar("SELECT count(*) FROM sqlite_master", as: Int.self) ?? 0
@@ -258,7 +553,7 @@ public final class DatabaseService: Service, Sendable {
     public func backup(toPath destination: String, key: EncryptionKey? = nil) async throws {
         let started = ContinuousClock.now
         do {
-            let encryption = Encryption.key(try key ?? keys.currentKey(), settings: configuration.pool.settings)
+            let encryption = Encryption.key(key ?? currentKey, settings: configuration.pool.settings)
             try await pool.read { db in
                 // All pages in one step: a partial step restarts whenever the writer commits.
                 try db.backup(toPath: destination, encryption: encryption, pagesPerStep: 1 << 30)
@@ -268,5 +563,15 @@ public final class DatabaseService: Service, Sendable {
             metrics.backup(succeeded: false, ContinuousClock.now - started)
             throw error
         }
+    }
+
+    /// The key file's key; during a hand-over, the key recorded for it when that is the pool's key.
+    private func healthKey() throws -> EncryptionKey {
+        let fileKey = try handOver.currentKey()
+        let current = currentKey
+        if !fileKey.isSameKey(as: current), let recorded = try? handOver.rotatingKey(), recorded.isSameKey(as: current) {
+            return recorded
+        }
+        return fileKey
     }
 }

@@ -1,38 +1,66 @@
 import Fluent
 import SQLCipherKit
 import SQLCipherKitFluent
+import SQLCipherKitServices
 import Vapor
 
 /// A small Vapor + Fluent app on an encrypted file: the configuration differs from a fluent-sqlite-driver app by
 /// one line (see `configure`). Docs/Services.md walks through it.
 ///
-/// Environment: NOTES_DATABASE (default notes.db), NOTES_KEY_FILE (default notes.key).
+/// Environment: NOTES_DATABASE (default notes.db), NOTES_KEY_FILE (default notes.key); NOTES_LIVE_ROTATION=1 opens
+/// the file through a `DatabaseService` instead (live key rotation through `<key file>.next`, a health check).
 /// Run: sqlcipherkit-vapor-example serve --hostname 127.0.0.1 --port 8080
 ///   POST /authors  {"name": …}                 → the author
 ///   POST /notes    {"body": …, "author": {"id": …}} → the note
 ///   GET  /notes?page=1&per=10                  → a page of notes with their authors (eager loaded)
+///   GET  /health                               → 200 when the key file opens the database (NOTES_LIVE_ROTATION=1)
 @main
 enum VaporExample {
     static func main() async throws {
         var environment = try Environment.detect()
         try LoggingSystem.bootstrap(from: &environment)
         let app = try await Application.make(environment)
+        var databaseService: Task<Void, any Error>?
         do {
-            try await configure(app)
+            databaseService = try await configure(app)
             try await app.execute()
         } catch {
             app.logger.report(error: error)
-            try? await app.asyncShutdown()
+            try? await shutDown(app, databaseService)
             throw error
         }
-        try await app.asyncShutdown()
+        try await shutDown(app, databaseService)
     }
 
-    static func configure(_ app: Application) async throws {
+    /// Stops in the order requests need: the server first (it finishes the requests in flight), then the
+    /// databases. `Application.asyncShutdown()` alone shuts Fluent down before it stops the server, so a request
+    /// still running would find no database.
+    static func shutDown(_ app: Application, _ databaseService: Task<Void, any Error>?) async throws {
+        await app.server.shutdown()
+        try await app.asyncShutdown()
+        // A DatabaseService closes its pool, after the work in flight, when its run() ends.
+        databaseService?.cancel()
+        _ = try? await databaseService?.value
+    }
+
+    /// Configures the app; returns the task running the `DatabaseService` when there is one.
+    static func configure(_ app: Application) async throws -> Task<Void, any Error>? {
         let path = Environment.get("NOTES_DATABASE") ?? "notes.db"
         let keyFile = Environment.get("NOTES_KEY_FILE") ?? "notes.key"
-        // Before (plaintext): app.databases.use(.sqlite(.file(path)), as: .sqlite)
-        app.databases.use(.sqlcipher(file: path, keyProvider: .file(keyFile)), as: .sqlcipher)
+        var databaseService: Task<Void, any Error>?
+        if Environment.get("NOTES_LIVE_ROTATION") == "1" {
+            // A DatabaseService rotates the key live and answers health checks; Fluent runs over its pool, which
+            // must enforce foreign keys as `.sqlcipher(file:)` does.
+            var configuration = DatabaseService.Configuration(metricsName: "notes", logger: app.logger)
+            configuration.pool.openOptions.enforcesForeignKeys = true
+            let database = try DatabaseService(path: path, keyFile: keyFile, configuration: configuration)
+            app.databases.use(.sqlcipher(pool: database.pool), as: .sqlcipher)
+            databaseService = Task { try await database.run() }
+            app.get("health") { _ async throws -> String in try await database.checkHealth().description }
+        } else {
+            // Before (plaintext): app.databases.use(.sqlite(.file(path)), as: .sqlite)
+            app.databases.use(.sqlcipher(file: path, keyProvider: .file(keyFile)), as: .sqlcipher)
+        }
 
         app.migrations.add(CreateAuthor(), CreateNote())
         try await app.autoMigrate()
@@ -51,9 +79,16 @@ enum VaporExample {
             }
             return note
         }
+        app.post("orphans") { request async throws -> Note in
+            // No check of the author: the foreign key alone must refuse a note whose author does not exist.
+            let note = try request.content.decode(Note.self)
+            try await note.create(on: request.db)
+            return note
+        }
         app.get("notes") { request async throws -> Page<Note> in
             try await Note.query(on: request.db).with(\.$author).sort(\.$id).paginate(for: request)
         }
+        return databaseService
     }
 }
 

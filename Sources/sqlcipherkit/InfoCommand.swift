@@ -13,8 +13,10 @@ struct InfoCommand: OperatorCommand {
             mode, user_version, application_id, and the cipher settings (cipher_page_size, kdf_iter, \
             cipher_use_hmac, and on SQLCipher 4 the KDF and HMAC algorithms and the plaintext header size). When \
             the engine's defaults do not open the file and no cipher option was given, the formats of SQLCipher \
-            1 to 4 are tried, and the options that open it are printed ("open with: …"). Nothing is written, and \
-            no key material is printed.
+            1 to 4 are tried, and the options that open it are printed ("open with: …"). A hot journal (a \
+            transaction a crash left unfinished) is reported, and the details are read as its rollback will leave \
+            the database. Nothing is written or created (a rollback is played in memory), and no key material is \
+            printed. A wrong key exits with 3.
 
             Example:
               sqlcipherkit info notes.db
@@ -98,6 +100,11 @@ struct InfoCommand: OperatorCommand {
         if let size = inspection.byteCount {
             lines.append(("size", "\(size) bytes" + (inspection.walByteCount.map { ", -wal \($0) bytes" } ?? "")))
         }
+        if inspection.hasHotJournal {
+            lines.append((
+                "journal", "hot: a transaction did not finish (a crash or a killed process); the next read-write open"
+                    + " rolls it back. Read as that rollback will leave the database (in memory; nothing was changed)"))
+        }
         if let database = inspection.database {
             lines += [
                 ("page size", "\(database.pageSize)"),
@@ -164,6 +171,8 @@ struct InfoReport: Encodable, Sendable {
     let formatDescription: String
     let byteCount: Int?
     let walByteCount: Int?
+    /// A hot journal lies beside the file (see `InfoCommand`).
+    let hotJournal: Bool
     let keyGiven: Bool
     let keyOpens: Bool
     let database: Database?
@@ -177,6 +186,7 @@ struct InfoReport: Encodable, Sendable {
         formatDescription = InfoCommand.formatText(inspection)
         byteCount = inspection.byteCount
         walByteCount = inspection.walByteCount
+        hotJournal = inspection.hasHotJournal
         self.keyGiven = keyGiven
         keyOpens = keyGiven && inspection.cipher != nil
         database = inspection.database.map {

@@ -16,6 +16,7 @@ struct KeygenCommand: OperatorCommand {
             Example:
               sqlcipherkit keygen --out /etc/myservice/notes-2026.key
               sqlcipherkit keygen --out header.key --with-salt
+              sqlcipherkit keygen --out header-2027.key --salt-from header.key
               sqlcipherkit keygen --out notes.key --json
             """
     )
@@ -26,14 +27,38 @@ struct KeygenCommand: OperatorCommand {
     @Flag(help: "Add a random 16-byte salt (x'<96 hex>'), for databases with a plaintext header.")
     var withSalt = false
 
+    @Option(
+        name: .customLong("salt-from"),
+        help: ArgumentHelp(
+            "Give the new key the salt of this key file (x'<96 hex>'): the new key of a plaintext-header database"
+                + " must carry the database's salt.", valueName: "key-file"))
+    var saltFrom: String?
+
+    func validate() throws {
+        if withSalt && saltFrom != nil {
+            throw ValidationError("--with-salt makes a new salt and --salt-from copies one: give one of them")
+        }
+    }
+
     @OptionGroup(title: "Output")
     var output: OutputOptions
 
     func run() throws {
-        try EncryptionKey.generateRaw(withSalt: withSalt).write(toKeyFile: keyFile)
-        Output.setJSONResult(KeygenReport(path: keyFile, withSalt: withSalt))
+        var key = try EncryptionKey.generateRaw(withSalt: withSalt)
+        if let saltFrom {
+            guard let salt = try EncryptionKey(contentsOf: saltFrom).salt else {
+                throw CommandFailure(
+                    "the key file \(KeyMaterialRedaction.shown(saltFrom, as: "key file path")) has no salt (it is not"
+                        + " x'<96 hex>'); nothing was written", status: .usage, kind: "invalidKey")
+            }
+            key = try key.withSalt(salt)
+        }
+        let isSalted = key.salt != nil
+        try key.write(toKeyFile: keyFile)
+        Output.setJSONResult(KeygenReport(path: keyFile, withSalt: isSalted))
         if !Output.isJSON {
-            Output.result("wrote a new random raw key\(withSalt ? " with salt" : "") to \(keyFile) (mode 0600)")
+            let salt = saltFrom != nil ? " with the salt of \(saltFrom!)" : (withSalt ? " with salt" : "")
+            Output.result("wrote a new random raw key\(salt) to \(keyFile) (mode 0600)")
         }
     }
 }

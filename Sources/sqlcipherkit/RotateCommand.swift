@@ -60,6 +60,12 @@ struct RotateCommand: OperatorCommand {
     @Option(help: ArgumentHelp("How long to wait for other connections' locks.", valueName: "seconds"))
     var lockTimeout: Double = 3
 
+    @Flag(
+        help: ArgumentHelp(
+            "Accept a new passphrase shorter than \(EncryptionKey.minimumRotationPassphraseByteCount) bytes or with a"
+                + " line break inside (refused by default: such text is more likely a mistake than a key)."))
+    var allowWeakPassphrase = false
+
     @OptionGroup(title: "Output")
     var output: OutputOptions
 
@@ -96,17 +102,19 @@ struct RotateCommand: OperatorCommand {
         guard !oldKey.isSameKey(as: newKey) else {
             throw CommandFailure("the new key is the same as the current key; nothing was done", status: .usage)
         }
-        var settings = try cipher.settings(for: oldKey)
-        if (settings.plaintextHeaderSize ?? 0) > 0, settings.salt == nil, newKey.salt == nil, let salt = oldKey.salt {
-            // A plaintext-header database keeps its salt through the rotation (it is not in the file): when only the
-            // old key carries it, both sides get it in the settings, as --salt-file would give it.
-            settings.salt = salt
+        if !allowWeakPassphrase, let reason = newKey.weakRotationKeyReason {
+            throw CommandFailure(
+                "\(reason). Use a raw key (sqlcipherkit keygen --out NEW.key) or a longer passphrase, or give"
+                    + " --allow-weak-passphrase to accept it. Nothing was changed", status: .usage, kind: "invalidKey")
         }
+        let settings = try cipher.settings(for: oldKey)
+        try Self.refuseUnsaltedNewKey(settings: settings, oldKey: oldKey, newKey: newKey, method: method)
         let requests = databases.map {
             RotationRequest(
                 path: $0, oldEncryption: .key(oldKey, settings: settings),
                 newEncryption: .key(newKey, settings: settings), method: method,
-                backupDirectory: backupDirectory, lockTimeout: .milliseconds(Int(lockTimeout * 1000)))
+                backupDirectory: backupDirectory, lockTimeout: .milliseconds(Int(lockTimeout * 1000)),
+                allowsWeakPassphrase: allowWeakPassphrase)
         }
         let results = requests.map { request in
             let phases = RotationPhases(
@@ -131,6 +139,30 @@ struct RotateCommand: OperatorCommand {
         }
     }
 
+    /// A plaintext-header database does not store its salt. When it is kept in the old key file (not in a
+    /// `--salt-file`), the new key file must carry it too, or the new key file alone could never open the database
+    /// once the old one is gone; an in-place rotation keeps the salt, so a new key with another salt would not open
+    /// it either.
+    static func refuseUnsaltedNewKey(
+        settings: CipherSettings, oldKey: EncryptionKey, newKey: EncryptionKey, method: RotationMethod
+    ) throws {
+        guard (settings.plaintextHeaderSize ?? 0) > 0, settings.salt == nil else { return }
+        guard let newSalt = newKey.salt else {
+            throw CommandFailure(
+                "the database has a plaintext header, which does not store its salt, and the new key file has no"
+                    + " salt: the new key file alone could not open the database. Make the new key file with the"
+                    + " salt: sqlcipherkit keygen --out NEW.key --salt-from OLD.key (or keep the salt in a file"
+                    + " given with --salt-file). Nothing was changed", status: .usage, kind: "invalidKey")
+        }
+        if method == .inPlace, let oldSalt = oldKey.salt, oldSalt != newSalt {
+            throw CommandFailure(
+                "an in-place rotation keeps the database's salt, and the new key file has another one: it could not"
+                    + " open the database afterwards. Make the new key file with the same salt (sqlcipherkit keygen"
+                    + " --out NEW.key --salt-from OLD.key) or rotate with --method copy. Nothing was changed",
+                status: .usage, kind: "invalidKey")
+        }
+    }
+
     static func line(for result: RotationResult) -> String {
         guard let error = result.error else {
             // resolvedPath is absolute: only a link named on the command line is worth saying.
@@ -138,6 +170,7 @@ struct RotateCommand: OperatorCommand {
                 ? result.path : "\(result.path) (symlink followed: \(result.resolvedPath))"
             return "rotated \(target) (\(result.method), \(seconds(result.duration)) s)"
                 + (result.backupPath.map { "; original kept at \($0)" } ?? "")
+                + result.warnings.map { "\nwarning: \($0)" }.joined()
         }
         let state = switch result.keyState {
         case .old: "it still opens with the old key"
@@ -177,6 +210,8 @@ struct RotationReport: Encodable, Sendable {
         let backupPath: String?
         let error: ErrorReport?
         let exitStatus: Int32
+        /// What the operator should know about a rotation that succeeded.
+        let warnings: [String]
     }
 
     let method: String
@@ -192,7 +227,8 @@ struct RotationReport: Encodable, Sendable {
             Database(
                 path: result.path, resolvedPath: result.resolvedPath, rotated: result.isRotated, keyState: result.keyState.rawValue,
                 method: result.method.rawValue, durationSeconds: seconds(result.duration),
-                backupPath: result.backupPath, error: result.error.map(ErrorReport.init), exitStatus: status.rawValue)
+                backupPath: result.backupPath, error: result.error.map(ErrorReport.init), exitStatus: status.rawValue,
+                warnings: result.warnings)
         }
     }
 }

@@ -1,7 +1,8 @@
 import ArgumentParser
 import SQLCipherKit
 
-/// `sqlcipherkit verify`: opens with the key and checks every page (``Connection/checkIntegrity()``).
+/// `sqlcipherkit verify`: opens with the key and checks every page and the write-ahead log
+/// (``DatabaseVerification``).
 struct VerifyCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
@@ -9,9 +10,13 @@ struct VerifyCommand: OperatorCommand {
         discussion: """
             Opens the database read-only with the key (a wrong key exits with 3), then runs PRAGMA quick_check \
             (every page is read, so decrypted and its HMAC checked) and, on SQLCipher 4.2 or later, PRAGMA \
-            cipher_integrity_check, which must return no rows. A tampered or damaged page exits with 4; the \
-            damaged pages are named and the problems summarised. Nothing is written. A progress line shows while \
-            the check runs when standard error is a terminal.
+            cipher_integrity_check, which must return no rows, and checks the -wal frame by frame: a frame that \
+            fails its checksum makes SQLite drop it and every commit after it. A tampered or damaged page, or a \
+            commit the -wal would lose, exits with 4; the damaged pages and the frame are named and the problems \
+            summarised. A hot journal (a transaction a crash left unfinished) is reported, and the database is \
+            checked as its rollback will leave it. Nothing is written and nothing is created: a rollback is played \
+            in memory (about the journal's size), and no -wal or -shm is made. A progress line shows while the \
+            check runs when standard error is a terminal.
 
             Example:
               sqlcipherkit verify notes.db --key-file notes.key
@@ -42,30 +47,33 @@ struct VerifyCommand: OperatorCommand {
         guard FileFacts.isNonEmptyFile(database) else {
             throw CommandFailure("\(database) does not exist or is empty; nothing to verify", kind: "missingFile")
         }
-        let connection = try Connection(
-            path: database, encryption: encryption, options: OpenOptions(mode: .readOnly))
-        let pageCount = (try? connection.scalar("PRAGMA page_count", as: Int.self)) ?? nil
-        let report = try PhaseProgress(label: "verify") {
-            PhaseState(phase: "reading and checking every page (quick_check, cipher_integrity_check)", total: pageCount)
-        }.run { try connection.checkIntegrity() }
-        connection.close()
-        let summary = VerificationReport(path: database, report: report)
+        let verification = try PhaseProgress(label: "verify") {
+            PhaseState(phase: "reading and checking every page (quick_check, cipher_integrity_check) and the -wal")
+        }.run { try DatabaseVerification.verify(path: database, encryption: encryption, busyTimeout: .seconds(5)) }
+        let summary = VerificationReport(verification)
         if Output.isJSON {
             Output.setJSONResult(summary)
         } else {
             for line in Self.text(summary) { Output.result(line) }
         }
-        guard report.isIntact else {
+        guard verification.isIntact else {
+            var reasons: [String] = []
+            if !summary.damagedPages.isEmpty { reasons.append("damaged page(s) \(Self.pageList(summary.damagedPages))") }
+            if let wal = summary.writeAheadLog, !wal.intact { reasons.append(Self.walDamage(wal)) }
             throw CommandFailure(
-                "\(database) did not verify"
-                    + (summary.damagedPages.isEmpty
-                        ? "" : ": damaged page(s) \(Self.pageList(summary.damagedPages))"),
+                "\(database) did not verify" + (reasons.isEmpty ? "" : ": " + reasons.joined(separator: "; ")),
                 status: .verificationFailed, kind: "damaged")
         }
     }
 
     static func text(_ summary: VerificationReport) -> [String] {
         var lines = ["\(summary.path): the key opens it"]
+        if summary.hotJournal {
+            lines.append(
+                "hot journal: a transaction did not finish (a crash or a killed process); checked as its rollback will"
+                    + " leave the database, rolled back in memory only (the file and its journal are unchanged; the"
+                    + " next read-write open rolls it back)")
+        }
         lines += problemLines("quick_check", summary.quickCheckProblems, okText: "ok")
         if summary.cipherIntegrityCheckRan {
             lines += problemLines("cipher_integrity_check", summary.cipherIntegrityProblems, okText: "ok (no rows)")
@@ -78,8 +86,34 @@ struct VerifyCommand: OperatorCommand {
         if !summary.damagedPages.isEmpty {
             lines.append("damaged pages (\(summary.damagedPages.count)): \(pageList(summary.damagedPages))")
         }
+        if let wal = summary.writeAheadLog {
+            lines.append("write-ahead log: " + walText(wal))
+        } else if summary.writeAheadLogInUse {
+            lines.append(
+                "write-ahead log: in use by another connection; its pages were read through the shared WAL index, but"
+                    + " the file was not checked frame by frame")
+        }
         lines.append(summary.verified ? "verified" : "NOT verified")
         return lines
+    }
+
+    static func walText(_ wal: VerificationReport.WriteAheadLog) -> String {
+        if wal.intact {
+            let counts = "\(wal.frameCount) frame(s), \(wal.commitCount) commit(s)"
+            return wal.headerProblem == nil ? counts + ", checksums ok" : counts + "; header not valid"
+                + " (\(wal.headerProblem!)): SQLite ignores the file, and no commit is in it"
+        }
+        return "DAMAGED: " + walDamage(wal)
+    }
+
+    static func walDamage(_ wal: VerificationReport.WriteAheadLog) -> String {
+        let lost = wal.lastLostFrame.map { " (frames \(wal.validFrameCount + 1)-\($0))" } ?? ""
+        if let problem = wal.headerProblem {
+            return "the -wal header is not valid (\(problem)): SQLite ignores the whole file and drops"
+                + " \(wal.lostCommitCount) commit(s)\(lost) without an error"
+        }
+        return "frame \(wal.firstDamagedFrame ?? 0) of the -wal does not match its checksum: SQLite stops reading at"
+            + " it and drops \(wal.lostCommitCount) commit(s)\(lost) without an error"
     }
 
     private static func problemLines(_ name: String, _ problems: [String], okText: String) -> [String] {
@@ -109,8 +143,55 @@ struct VerifyCommand: OperatorCommand {
 
 /// `verify --json`'s `result`.
 struct VerificationReport: Encodable, Sendable {
+    /// `writeAheadLog` in `verify --json` (``WriteAheadLogReport``).
+    struct WriteAheadLog: Encodable, Sendable {
+        let byteCount: Int
+        let intact: Bool
+        /// `badMagic`, `badPageSize`, `unknownVersion`, `badChecksum`, or `null`.
+        let headerProblem: String?
+        let frameCount: Int
+        let validFrameCount: Int
+        let commitCount: Int
+        let firstDamagedFrame: Int?
+        let lostCommitCount: Int
+        let lastLostFrame: Int?
+
+        private enum CodingKeys: String, CodingKey {
+            case byteCount, intact, headerProblem, frameCount, validFrameCount, commitCount, firstDamagedFrame,
+                 lostCommitCount, lastLostFrame
+        }
+
+        /// Every key always present (`null` for what does not apply), as Docs/CLI.md lists them.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(byteCount, forKey: .byteCount)
+            try container.encode(intact, forKey: .intact)
+            try container.encode(headerProblem, forKey: .headerProblem)
+            try container.encode(frameCount, forKey: .frameCount)
+            try container.encode(validFrameCount, forKey: .validFrameCount)
+            try container.encode(commitCount, forKey: .commitCount)
+            try container.encode(firstDamagedFrame, forKey: .firstDamagedFrame)
+            try container.encode(lostCommitCount, forKey: .lostCommitCount)
+            try container.encode(lastLostFrame, forKey: .lastLostFrame)
+        }
+
+        init(_ report: WriteAheadLogReport) {
+            byteCount = report.byteCount
+            intact = report.isIntact
+            headerProblem = report.headerProblem?.rawValue
+            frameCount = report.frameCount
+            validFrameCount = report.validFrameCount
+            commitCount = report.commitCount
+            firstDamagedFrame = report.firstDamagedFrame
+            lostCommitCount = report.lostCommitCount
+            lastLostFrame = report.lastLostFrame
+        }
+    }
+
     let path: String
     let verified: Bool
+    /// A hot journal was found; the checks read the database as its rollback will leave it.
+    let hotJournal: Bool
     /// quick_check's problems; empty when it answered `ok`.
     let quickCheckProblems: [String]
     let cipherIntegrityCheckRan: Bool
@@ -120,10 +201,38 @@ struct VerificationReport: Encodable, Sendable {
     let cipherIntegrityNotices: [String]
     /// The page numbers the problems name, sorted, without duplicates.
     let damagedPages: [Int]
+    /// The -wal checked frame by frame; `null` when there is none or it is in use.
+    let writeAheadLog: WriteAheadLog?
+    /// A -wal exists and another connection has the database open: it was not checked frame by frame.
+    let writeAheadLogInUse: Bool
 
-    init(path: String, report: IntegrityReport) {
-        self.path = path
-        verified = report.isIntact
+    private enum CodingKeys: String, CodingKey {
+        case path, verified, hotJournal, quickCheckProblems, cipherIntegrityCheckRan, cipherIntegrityProblems,
+             cipherIntegrityNotices, damagedPages, writeAheadLog, writeAheadLogInUse
+    }
+
+    /// Every key always present (`writeAheadLog` is `null` when there is no -wal or it is in use).
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(path, forKey: .path)
+        try container.encode(verified, forKey: .verified)
+        try container.encode(hotJournal, forKey: .hotJournal)
+        try container.encode(quickCheckProblems, forKey: .quickCheckProblems)
+        try container.encode(cipherIntegrityCheckRan, forKey: .cipherIntegrityCheckRan)
+        try container.encode(cipherIntegrityProblems, forKey: .cipherIntegrityProblems)
+        try container.encode(cipherIntegrityNotices, forKey: .cipherIntegrityNotices)
+        try container.encode(damagedPages, forKey: .damagedPages)
+        try container.encode(writeAheadLog, forKey: .writeAheadLog)
+        try container.encode(writeAheadLogInUse, forKey: .writeAheadLogInUse)
+    }
+
+    init(_ verification: DatabaseVerification) {
+        let report = verification.integrity
+        path = verification.path
+        verified = verification.isIntact
+        hotJournal = verification.hasHotJournal
+        writeAheadLog = verification.writeAheadLog.map(WriteAheadLog.init)
+        writeAheadLogInUse = verification.isWriteAheadLogInUse
         // quick_check may answer one row holding many lines ("*** in database main ***\nPage 7: …"): one entry each.
         quickCheckProblems = report.quickCheckProblems
             .flatMap { $0.split(separator: "\n").map { $0.trimmingWhitespace() } }

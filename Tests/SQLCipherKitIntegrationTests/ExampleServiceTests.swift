@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOHTTP1
 import SQLCipherKit
+import Synchronization
 import Testing
 
 /// The example services, run as real processes on 127.0.0.1 and driven over HTTP.
@@ -61,4 +62,88 @@ struct ExampleServiceTests {
         defer { db.close() }
         #expect(try db.scalar("SELECT count(*) FROM notes", as: Int.self) == 15)
     }
+
+    @Test("SIGTERM under load: the server finishes its requests before the database closes; exit 0, WAL checkpointed",
+          arguments: [false, true])
+    func vaporShutdownUnderLoad(throughDatabaseService: Bool) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let keyFile = directory.path("notes.key")
+        let databasePath = directory.path("notes.db")
+        try writeKeyFile(Self.keyText, to: keyFile)
+        let port = try freeLocalPort()
+        let service = try ServiceProcess(
+            "sqlcipherkit-vapor-example", arguments: ["serve", "--hostname", "127.0.0.1", "--port", "\(port)"],
+            environment: [
+                "NOTES_DATABASE": databasePath, "NOTES_KEY_FILE": keyFile, "LOG_LEVEL": "notice",
+                "NOTES_LIVE_ROTATION": throughDatabaseService ? "1" : "0",
+            ],
+            in: directory)
+        _ = try await service.waitForOutput("Server start")
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let base = "http://127.0.0.1:\(port)"
+        let author = try await http(client, .POST, "\(base)/authors", body: #"{"name":"Ada"}"#, json: true)
+        let authorID = try #require(try jsonObject(author.body)["id"] as? String)
+
+        // The same foreign-key guarantee whichever way the database was opened.
+        let orphan = try await http(
+            client, .POST, "\(base)/orphans", body: #"{"body":"orphan","author":{"id":"\#(UUID())"}}"#, json: true)
+        #expect(orphan.status != 200, "an orphan note was accepted: \(orphan.body)")
+        if throughDatabaseService {
+            #expect(try await http(client, .GET, "\(base)/health").status == 200)
+        }
+
+        let state = VaporLoadState()
+        let load = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for worker in 0..<8 {
+                    group.addTask {
+                        var index = 0
+                        while index < 20_000 {
+                            let body = #"{"body":"note \#(worker)-\#(index)","author":{"id":"\#(authorID)"}}"#
+                            do {
+                                let response = try await http(client, .POST, "\(base)/notes", body: body, json: true)
+                                if response.status == 200 {
+                                    state.acknowledged.add(1, ordering: .relaxed)
+                                } else if !state.isTerminating.load(ordering: .relaxed) {
+                                    state.unexpected.withLock { $0.append("\(response.status): \(response.body)") }
+                                }
+                            } catch {
+                                // Once the server stops accepting, requests fail to connect: the load is over.
+                                if state.isTerminating.load(ordering: .relaxed) { return }
+                                state.unexpected.withLock { $0.append("\(error)") }
+                            }
+                            index += 1
+                        }
+                    }
+                }
+            }
+        }
+        // SIGTERM while the requests keep coming (waiting for a count, not for time; bounded only as a hang guard).
+        for _ in 0..<1200 where state.acknowledged.load(ordering: .relaxed) < 200 {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        state.isTerminating.store(true, ordering: .relaxed)
+        let status = try await service.terminate()
+        await load.value
+        try await client.shutdown()
+
+        #expect(status == 0, "output:\n\(service.output)")
+        #expect(!service.output.contains("Fatal error"), "\(service.output)")
+        #expect(state.unexpected.withLock { $0 }.isEmpty, "\(state.unexpected.withLock { $0.prefix(3) })")
+        #expect((try? FileManager.default.attributesOfItem(atPath: databasePath + "-wal")[.size] as? Int) ?? 0 == 0,
+                "the WAL was checkpointed when the database closed")
+        let key = try EncryptionKey(sqlcipherRawKeyText: Self.keyText)
+        let db = try Connection(path: databasePath, encryption: .key(key), options: OpenOptions(mode: .readOnly))
+        defer { db.close() }
+        #expect(try db.scalar("SELECT count(*) FROM notes", as: Int.self) ?? 0 >= state.acknowledged.load(ordering: .relaxed))
+        #expect(try db.scalar("SELECT count(*) FROM notes WHERE body = 'orphan'", as: Int.self) == 0)
+    }
+}
+
+/// What the load on the Vapor example saw.
+final class VaporLoadState: Sendable {
+    let acknowledged = Atomic(0)
+    let isTerminating = Atomic(false)
+    let unexpected = Mutex<[String]>([])
 }

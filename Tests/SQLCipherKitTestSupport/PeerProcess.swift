@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SQLCipherKit
 
 /// Another process with its own SQLCipher connection to a database: it holds locks and writes while the code under
@@ -37,7 +38,8 @@ public final class PeerProcess {
         db.execute('PRAGMA key = "%s"' % os.environ["PEER_KEY"])
         if os.environ.get("PEER_COMPATIBILITY") == "3":
             db.execute("PRAGMA cipher_compatibility = 3")
-        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        if os.environ.get("PEER_READS_FIRST") != "0":
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
         print("ready", flush=True)
         for line in sys.stdin:
             words = line.split()
@@ -48,6 +50,30 @@ public final class PeerProcess {
                 db.execute("SELECT count(*) FROM sqlite_master").fetchone()
             elif words[0] == "unlock":
                 db.execute("COMMIT")
+            elif words[0] == "read":
+                # Holds a read transaction (a WAL snapshot) until "end".
+                db.execute("BEGIN")
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            elif words[0] == "end":
+                db.execute("COMMIT")
+            elif words[0] == "rekey":
+                # Another process (a replica) changes the key; the new key's text is the rest of the line.
+                db.execute('PRAGMA rekey = "%s"' % line.strip()[len("rekey "):])
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            elif words[0] == "insert":
+                # Answers "ok", or "error MESSAGE" when the write fails.
+                try:
+                    db.execute("INSERT INTO \"%s\"(body) VALUES ('peer insert')" % words[1])
+                except Exception as error:
+                    print("error %s" % error, flush=True)
+                    continue
+            elif words[0] == "count":
+                # Answers "count N", or "error MESSAGE" when the read fails.
+                try:
+                    print("count %d" % db.execute("SELECT count(*) FROM \"%s\"" % words[1]).fetchone()[0], flush=True)
+                except Exception as error:
+                    print("error %s" % error, flush=True)
+                continue
             elif words[0] == "write-every":
                 # Inserts a row into TABLE (default t) every N ms until a line arrives on stdin; answers with the
                 # number written.
@@ -68,7 +94,10 @@ public final class PeerProcess {
         """#
 
     /// Starts the peer on a database with a raw key (its `x'…'` text).
-    public init(database: String, rawKeyText: String) throws {
+    ///
+    /// - Parameter readsFirst: Whether the peer reads the schema before it says it is ready (`false`: it only opens
+    ///   the file and keys the connection, as a client that has not run a statement yet).
+    public init(database: String, rawKeyText: String, readsFirst: Bool = true) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", Self.script, database]
         var environment = ProcessInfo.processInfo.environment
@@ -76,6 +105,7 @@ public final class PeerProcess {
         environment["LD_PRELOAD"] = nil
         environment["LD_LIBRARY_PATH"] = nil
         environment["PEER_KEY"] = rawKeyText
+        environment["PEER_READS_FIRST"] = readsFirst ? "1" : "0"
         environment["PEER_COMPATIBILITY"] = Engine.isVersion4 ? "4" : "3"
         process.environment = environment
         process.standardInput = input
@@ -88,7 +118,7 @@ public final class PeerProcess {
     /// Sends a command and waits for its answer (`ok`, or what the command prints).
     @discardableResult
     public func send(_ command: String, expecting answer: String = "ok") throws -> String {
-        input.fileHandleForWriting.write(Data((command + "\n").utf8))
+        try input.fileHandleForWriting.write(contentsOf: Data((command + "\n").utf8))
         return try expectLine(answer)
     }
 
@@ -109,12 +139,41 @@ public final class PeerProcess {
         return text
     }
 
+    /// Holds a read transaction (a WAL snapshot) until ``endRead()``.
+    public func beginRead() throws { try send("read") }
+
+    /// Ends the read transaction of ``beginRead()``.
+    public func endRead() throws { try send("end") }
+
+    /// Inserts one row into `table(body)` through the peer's connection: success, or the error SQLite gave it.
+    public func insert(into table: String) throws -> Result<Void, PeerError> {
+        let line = try send("insert \(table)", expecting: "")
+        return line == "ok" ? .success(()) : .failure(PeerError(message: line))
+    }
+
+    /// The peer's process ID.
+    public var processIdentifier: Int32 { process.processIdentifier }
+
+    /// Counts the rows of `table` through the peer's connection: the count, or the error SQLite gave it.
+    public func count(_ table: String) throws -> Result<Int, PeerError> {
+        let line = try send("count \(table)", expecting: "")
+        if line.hasPrefix("count "), let count = Int(line.dropFirst("count ".count)) { return .success(count) }
+        return .failure(PeerError(message: line))
+    }
+
+    /// Changes the database's key from this process (as another replica of a service would), through SQLCipher's
+    /// rekey; the key text travels on the peer's standard input, never in its argv.
+    public func rekey(toRawKeyText text: String) throws { try send("rekey \(text)") }
+
     /// Ends the peer (its connection closes with it).
     public func stop() {
-        input.fileHandleForWriting.write(Data("quit\n".utf8))
+        guard !isStopped.withLock({ stopped in defer { stopped = true }; return stopped }) else { return }
+        if process.isRunning { try? input.fileHandleForWriting.write(contentsOf: Data("quit\n".utf8)) }
         try? input.fileHandleForWriting.close()
         process.waitUntilExit()
     }
+
+    private let isStopped = Mutex(false)
 
     deinit {
         if process.isRunning {

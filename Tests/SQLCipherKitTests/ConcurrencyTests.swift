@@ -197,7 +197,7 @@ struct ConcurrencyTests {
                 }
             }
             try await Task.sleep(for: .milliseconds(100))
-            try await Task.detached { try pool.rekey(to: .fixed(TestKeys.otherPassphrase)) }.value
+            _ = try await Task.detached { try pool.rekey(to: .fixed(TestKeys.otherPassphrase)) }.value
             try await Task.sleep(for: .milliseconds(100))
             stop.increment()
             var total = 0

@@ -139,7 +139,8 @@ struct RotationTests {
             let folder = dir.path("tenants")
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             func keys(_ tenant: String) throws -> (EncryptionKey, EncryptionKey) {
-                (try EncryptionKey(passphrase: "old-\(tenant)"), try EncryptionKey(passphrase: "new-\(tenant)"))
+                (try EncryptionKey(passphrase: "old-\(tenant)-passphrase-of-2025"),
+                 try EncryptionKey(passphrase: "new-\(tenant)-passphrase-of-2026"))
             }
             for tenant in ["acme", "globex"] {
                 try EncryptionTests.makeDatabase("\(folder)/\(tenant).db", key: try keys(tenant).0, rows: 10)

@@ -62,6 +62,41 @@ struct DiskFullTests {
         }
     }
 
+    @Test("a hot journal on a disk with less free space than the database: verify and the key check accept the key")
+    func hotJournalNeedsNoSpace() throws {
+        let scratch = try Scratch()
+        let key = try scratch.rawKeyFile("a.key")
+        let live = try scratch.database("live.db", key: key.key, rowCount: Self.rows)
+        let crashed = scratch.path("crashed.db")
+        try CrashedCopy.withHotJournal(of: live, key: key.key, table: "item", keepingRows: 100, to: crashed)
+        let size = try fileBytes(crashed).count
+        let journalSize = try fileBytes(crashed + "-journal").count
+        // Room for the two files and half the database's size: a copy of the database could not fit.
+        let disk = try FullDisk(at: scratch.path("disk"), bytes: size + journalSize + size / 2)
+        defer { disk.unmount() }
+        let database = disk.path("app.db")
+        try FileManager.default.copyItem(atPath: crashed, toPath: database)
+        try FileManager.default.copyItem(atPath: crashed + "-journal", toPath: database + "-journal")
+        let free = try FileManager.default.attributesOfFileSystem(forPath: disk.url.path)[.systemFreeSize] as? Int
+        #expect((free ?? 0) < size, "the disk must have less free space than the database: \(free ?? -1) < \(size)")
+        let bytes = try fileBytes(database)
+        let journal = try fileBytes(database + "-journal")
+
+        let verify = try runSubprocess(["verify", database, "--key-file", key.path], in: scratch)
+        #expect(verify.status == 0, "\(verify)")
+        #expect(verify.standardOutput.contains("hot journal"), "\(verify)")
+        #expect(try fileBytes(database) == bytes && fileBytes(database + "-journal") == journal)
+
+        // The key check before a read-write open, then the rollback itself: neither needs more space.
+        let exec = try runSubprocess(["exec", database, "--key-file", key.path, "SELECT count(*) FROM item"], in: scratch)
+        #expect(exec.status == 0, "\(exec)")
+        #expect(exec.standardOutput.contains("\(Self.rows)"), "\(exec)")
+        #expect(!FileManager.default.fileExists(atPath: database + "-journal"))
+        #expect(try rowCount(database, key: key.key) == Self.rows)
+        let left = try FileManager.default.contentsOfDirectory(atPath: disk.url.path).filter { $0 != "app.db" }
+        #expect(left.isEmpty, "left on the disk: \(left)")
+    }
+
     @Test("backup, decrypt and encrypt onto a full disk leave no destination, no temporary file, no plaintext")
     func copies() throws {
         let scratch = try Scratch()

@@ -411,7 +411,7 @@ struct ReplacementSafetyTests {
         // No file but the intended plaintext copy holds a row in clear.
         let marker = Array(Self.plaintextMarker.utf8)
         for file in allFiles(under: scratch.url.path) where file != scratch.path("plain/big.db") {
-            #expect(try !contains(try fileBytes(file), marker), "\(file) holds a plaintext row")
+            #expect(!contains(try fileBytes(file), marker), "\(file) holds a plaintext row")
         }
         print("signals on SQLCipher \(SQLCipher.version), \(rows) rows; full runs after SIGKILL: "
             + measured.joined(separator: "; "))

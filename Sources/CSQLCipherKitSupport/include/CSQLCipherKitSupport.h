@@ -26,4 +26,27 @@ int CSQLCipherKitSupport_installCleanupSignalHandlers(void);
 /// with errno (the process then relies on its signal handlers and the next run's cleanup alone).
 int CSQLCipherKitSupport_startGuardian(void);
 
+/// A read-only overlay VFS (OverlayVFS.c): a connection opened through it reads a database and its side files as
+/// SQLite would after recovery, and writes nothing, creates nothing and deletes nothing on disk; what SQLite writes
+/// (a hot journal's rollback, the WAL index) stays in this process's memory. One overlay per connection.
+typedef struct CSQLCipherKitSupport_Overlay CSQLCipherKitSupport_Overlay;
+
+/// Creates an overlay over the default VFS and registers it under a name of its own (never as the default).
+/// Returns NULL when out of memory or when SQLite has no default VFS.
+CSQLCipherKitSupport_Overlay *CSQLCipherKitSupport_overlayCreate(void);
+
+/// The name to pass to sqlite3_open_v2.
+const char *CSQLCipherKitSupport_overlayName(const CSQLCipherKitSupport_Overlay *overlay);
+
+/// 1 when SQLite finished with a rollback journal through the overlay (deleted, truncated or rewrote it, as it does
+/// after rolling a hot journal back); 0 otherwise.
+int CSQLCipherKitSupport_overlayFinishedJournal(const CSQLCipherKitSupport_Overlay *overlay);
+
+/// The most bytes the overlay held in memory for written pages at any moment.
+long long CSQLCipherKitSupport_overlayMemoryHighWater(const CSQLCipherKitSupport_Overlay *overlay);
+
+/// Unregisters the overlay and frees it. Call it after the connection closed: with a file still open it frees
+/// nothing and returns -1; otherwise 0.
+int CSQLCipherKitSupport_overlayDestroy(CSQLCipherKitSupport_Overlay *overlay);
+
 #endif

@@ -168,6 +168,17 @@ final class AccessCoordinator: Sendable {
         }
     }
 
+    /// Told when work fails with `SQLITE_NOTADB` (see ``DatabasePool/observeKeyRejections(_:)``).
+    let keyRejectionObserver = Locked<(@Sendable () -> Void)?>(nil)
+
+    /// Passes a failure that says the key no longer opens the file to the observer.
+    func noteFailure(_ error: any Error) {
+        guard let error = error as? DatabaseError, error.resultCode == DatabaseError.SQLITE_NOTADB,
+              let observer = keyRejectionObserver.withLock({ $0 })
+        else { return }
+        observer()
+    }
+
     // MARK: - Running work on the writer
 
     /// Admits the caller, then runs `body` on the writer, blocking.
@@ -426,22 +437,69 @@ final class AccessCoordinator: Sendable {
     }
 
     /// Rekeys through the writer behind a barrier; see ``DatabasePool/rekey(to:)``.
-    func rekey(to newKeyProvider: KeyProvider) throws {
+    ///
+    /// After a failure, which key opens the file is decided by a fresh probe, never assumed: when the new key took
+    /// (the failure came after it), the pool goes on with the new key and the rekey counts as done; when the old one
+    /// still opens it, the writer reopens with the old key and the error is thrown; when neither can be shown to,
+    /// the pool keeps whichever key opens a fresh connection, and closes only when none does.
+    func rekey(to newKeyProvider: KeyProvider) throws -> Connection.RekeyOutcome {
+        try withBarrier {
+            let newKey = try newKeyProvider.key()
+            let oldEncryption = try factory.encryption()
+            let newEncryption = try factory.derivedEncryption(for: newKey)
+            let derived = newKey.kind == .passphrase ? (newKey, newEncryption.key!) : nil
+            let outcome: Connection.RekeyOutcome
+            do {
+                outcome = try writer.sync { db in try db.rekey(to: newEncryption.key!) }
+            } catch {
+                let opening = Connection.probeKeys(path: factory.path, old: oldEncryption, new: newEncryption)
+                let logger = factory.options.logger
+                if opening == .new, (try? writer.sync { db in try db.open(encryption: newEncryption) }) != nil {
+                    factory.replaceKeyProvider(newKeyProvider, derived: derived)
+                    logger?.warning(
+                        "the rekey reported an error, but the file opens with the new key only: the pool goes on with it",
+                        metadata: ["label": "\(label)", "error": "\(error)"])
+                    return Connection.RekeyOutcome(isWALTruncated: false)
+                }
+                if (try? writer.sync { db in try db.open(encryption: oldEncryption) }) != nil {
+                    logger?.error("rekey failed; the pool keeps the old key", metadata: [
+                        "label": "\(label)", "error": "\(error)", "opens": "\(opening)",
+                    ])
+                } else if opening != .old, (try? writer.sync { db in try db.open(encryption: newEncryption) }) != nil {
+                    factory.replaceKeyProvider(newKeyProvider, derived: derived)
+                    logger?.error(
+                        "rekey failed; the file opens with the new key, and the pool goes on with it", metadata: ["label": "\(label)", "error": "\(error)", "opens": "\(opening)"])
+                } else {
+                    logger?.error("rekey failed and neither key opens the file; the pool is closed", metadata: [
+                        "label": "\(label)", "error": "\(error)", "opens": "\(opening)",
+                    ])
+                    close()
+                }
+                throw error
+            }
+            factory.replaceKeyProvider(newKeyProvider, derived: derived)
+            factory.options.logger?.info("rekeyed", metadata: ["label": "\(label)"])
+            return outcome
+        }
+    }
+
+    /// Reopens every connection with `newKeyProvider`'s key, after checking on a fresh connection that it opens the
+    /// file; see ``DatabasePool/reopen(keyProvider:)``.
+    func reopen(keyProvider newKeyProvider: KeyProvider) throws {
         try withBarrier {
             let newKey = try newKeyProvider.key()
             let newEncryption = try factory.derivedEncryption(for: newKey)
-            do {
-                try writer.sync { db in try db.rekey(to: newEncryption.key!) }
-            } catch {
-                // rekey closed the writer: reopen it with the key that still works, or close everything.
-                let reopened: Void? = try? writer.sync { db in try db.open(encryption: factory.encryption()) }
-                if reopened == nil { close() }
-                factory.options.logger?.error("rekey failed", metadata: ["label": "\(label)", "error": "\(error)"])
-                throw error
+            // Checked before the writer lets go of the key that works now.
+            let probe = try Connection(
+                path: factory.path, encryption: newEncryption,
+                options: OpenOptions(mode: .readOnly, busyTimeout: factory.options.busyTimeout))
+            probe.close()
+            try writer.sync { db in
+                db.close()
+                try db.open(encryption: newEncryption)
             }
-            factory.replaceKeyProvider(
-                newKeyProvider, derived: newKey.kind == .passphrase ? (newKey, newEncryption.key!) : nil)
-            factory.options.logger?.info("rekeyed", metadata: ["label": "\(label)"])
+            factory.replaceKeyProvider(newKeyProvider, derived: newKey.kind == .passphrase ? (newKey, newEncryption.key!) : nil)
+            factory.options.logger?.notice("reopened with a new key", metadata: ["label": "\(label)"])
         }
     }
 

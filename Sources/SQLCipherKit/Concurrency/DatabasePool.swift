@@ -105,7 +105,7 @@ public final class DatabasePool: DatabaseWriter {
 
     /// Runs `body` in a read transaction on a reader connection, blocking the calling thread.
     public func read<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.readTransaction(body)
+        do { return try coordinator.readTransaction(body) } catch { coordinator.noteFailure(error); throw error }
     }
 
     /// Runs `body` in a read transaction on a reader connection, suspending while it waits for one.
@@ -114,7 +114,7 @@ public final class DatabasePool: DatabaseWriter {
     /// ``AsyncReadExecution`` says (by default: in place while the pool's reads are short). A task cancelled before
     /// the closure starts gets `CancellationError` and the closure does not run.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await coordinator.readTransaction(body)
+        do { return try await coordinator.readTransaction(body) } catch { coordinator.noteFailure(error); throw error }
     }
 
     // MARK: - Writing
@@ -122,17 +122,17 @@ public final class DatabasePool: DatabaseWriter {
     /// Runs `body` in an immediate transaction on the writer, blocking the calling thread. Commits when `body`
     /// returns, rolls back when it throws.
     public func write<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.writeTransaction(body)
+        do { return try coordinator.writeTransaction(body) } catch { coordinator.noteFailure(error); throw error }
     }
 
     /// Runs `body` in an immediate transaction on the writer, without blocking Swift's cooperative threads.
     public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await coordinator.writeTransaction(body)
+        do { return try await coordinator.writeTransaction(body) } catch { coordinator.noteFailure(error); throw error }
     }
 
     /// Runs `body` on the writer outside any transaction (for VACUUM, PRAGMAs, or transactions of your own).
     public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.onWriter(body)
+        do { return try coordinator.onWriter(body) } catch { coordinator.noteFailure(error); throw error }
     }
 
     /// Runs `body` on the writer outside any transaction, without blocking Swift's cooperative threads (for PRAGMAs,
@@ -146,7 +146,7 @@ public final class DatabasePool: DatabaseWriter {
     public func writeWithoutTransaction<T: Sendable>(
         _ body: @escaping @Sendable (Connection) throws -> T
     ) async throws -> T {
-        try await coordinator.onWriter(body)
+        do { return try await coordinator.onWriter(body) } catch { coordinator.noteFailure(error); throw error }
     }
 
     // MARK: - Keys and lifetime
@@ -157,12 +157,38 @@ public final class DatabasePool: DatabaseWriter {
     /// ``Connection/rekey(to:)`` (verified, WAL truncated), and `newKeyProvider` becomes the pool's provider. A
     /// passphrase is derived once for the existing salt, so later connections still skip the KDF.
     ///
-    /// Other processes must not have the database open (see ``Connection/rekey(to:)``).
+    /// Other processes' connections keep the old key and fail at their next read (see ``Connection/rekey(to:)``);
+    /// a reader in another process can keep the WAL from being truncated, which the outcome reports.
     ///
-    /// - Throws: The provider's error or the rekey's (the pool then keeps the old key when the file still opens
-    ///   with it; otherwise it is closed).
-    public func rekey(to newKeyProvider: KeyProvider) throws {
+    /// When the rekey reports an error, a fresh probe decides which key opens the file: if the new key does (the
+    /// error came after it took), the pool goes on with the new key and this method returns; if the old key does,
+    /// the pool keeps it and the error is thrown; if neither can be shown to, the pool keeps whichever key opens a
+    /// fresh connection (and closes only when none does), and the error is thrown.
+    ///
+    /// - Returns: What was left to do (a WAL not yet truncated).
+    /// - Throws: The provider's error, or the rekey's when the file does not open with the new key.
+    @discardableResult
+    public func rekey(to newKeyProvider: KeyProvider) throws -> Connection.RekeyOutcome {
         try coordinator.rekey(to: newKeyProvider)
+    }
+
+    /// Reopens every connection with the key of `newKeyProvider`, for a database whose key another process changed
+    /// (another replica of a service rotated it): new work waits, work in flight finishes, readers close, and the
+    /// writer reopens with the new key, which becomes the pool's provider.
+    ///
+    /// The new key is first checked on a fresh read-only connection: when it does not open the file, nothing
+    /// changes and the error is thrown.
+    ///
+    /// - Throws: The provider's error, or the check's (``DatabaseError/wrongKey`` when the key does not open it).
+    public func reopen(keyProvider newKeyProvider: KeyProvider) throws {
+        try coordinator.reopen(keyProvider: newKeyProvider)
+    }
+
+    /// Calls `observer` (on the thread of the failed work) whenever work on the pool fails with `SQLITE_NOTADB`:
+    /// the file no longer opens with the pool's key, because another process rotated it. A service uses it to look
+    /// for the new key at once rather than at its next check.
+    package func observeKeyRejections(_ observer: @escaping @Sendable () -> Void) {
+        coordinator.keyRejectionObserver.withLock { $0 = observer }
     }
 
     /// Waits for the work in flight, then closes every connection; later calls throw
@@ -173,6 +199,9 @@ public final class DatabasePool: DatabaseWriter {
 
     /// `true` after ``close()``.
     public var isClosed: Bool { coordinator.isClosed }
+
+    /// Whether every connection of the pool enforces foreign keys (``OpenOptions/enforcesForeignKeys``).
+    public var enforcesForeignKeys: Bool { coordinator.factory.options.enforcesForeignKeys }
 
     /// Opens one more connection to the database with the pool's key and cipher settings, outside the pool: the
     /// caller owns it and closes it. The replicator's own connection, which holds a read transaction so that no

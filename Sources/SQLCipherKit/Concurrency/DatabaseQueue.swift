@@ -96,8 +96,14 @@ public final class DatabaseQueue: DatabaseWriter {
     }
 
     /// Changes the key; see ``DatabasePool/rekey(to:)``.
-    public func rekey(to newKeyProvider: KeyProvider) throws {
+    @discardableResult
+    public func rekey(to newKeyProvider: KeyProvider) throws -> Connection.RekeyOutcome {
         try coordinator.rekey(to: newKeyProvider)
+    }
+
+    /// Reopens the connection with a key another process changed; see ``DatabasePool/reopen(keyProvider:)``.
+    public func reopen(keyProvider newKeyProvider: KeyProvider) throws {
+        try coordinator.reopen(keyProvider: newKeyProvider)
     }
 
     /// Waits for the work in flight, then closes the connection; later calls throw

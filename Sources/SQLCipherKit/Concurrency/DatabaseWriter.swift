@@ -39,7 +39,11 @@ public protocol DatabaseWriter: AnyObject, Sendable {
     func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T
 
     /// Changes the key of the database for every connection (see ``DatabasePool/rekey(to:)``).
-    func rekey(to newKeyProvider: KeyProvider) throws
+    @discardableResult
+    func rekey(to newKeyProvider: KeyProvider) throws -> Connection.RekeyOutcome
+
+    /// Reopens every connection with a key another process changed (see ``DatabasePool/reopen(keyProvider:)``).
+    func reopen(keyProvider newKeyProvider: KeyProvider) throws
 
     /// Waits for the work in flight, then closes every connection; later calls throw
     /// ``DatabaseError/connectionClosed``.

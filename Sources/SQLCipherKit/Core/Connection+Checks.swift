@@ -32,6 +32,15 @@ extension Connection {
         }
     }
 
+    /// `wal_checkpoint(TRUNCATE)` without waiting for readers: fails at once with `SQLITE_BUSY` (kind
+    /// ``DatabaseError/invalidState``) when another connection or process is reading, instead of holding this
+    /// connection for the busy timeout. The busy timeout is put back afterwards.
+    package func checkpointTruncateWithoutWaiting() throws {
+        try setBusyTimeout(.zero)
+        defer { try? setBusyTimeout(options.busyTimeout ?? .zero) }
+        try checkpointTruncate()
+    }
+
     /// The database salt: the 16 bytes that, with the key, derive the encryption key (`nil` for a plaintext or
     /// still empty database). Not secret. For a database with a plaintext header it is not stored in the file, and
     /// must be kept and given at every open. A new database gets its salt with its first write.

@@ -188,7 +188,7 @@ public final class Connection {
         var flags = options.mode.flags | SQLITE_OPEN_NOMUTEX
         if options.isURI { flags |= SQLITE_OPEN_URI }
         var sqliteConnection: OpaquePointer?
-        let code = sqlite3_open_v2(path, &sqliteConnection, flags, nil)
+        let code = sqlite3_open_v2(path, &sqliteConnection, flags, options.vfsName)
         guard code == SQLITE_OK, let sqliteConnection else {
             let error = DatabaseError.sqlite(code: code, connection: sqliteConnection)
             sqlite3_close(sqliteConnection)
@@ -241,6 +241,16 @@ public final class Connection {
     /// `true` after ``close()``.
     public var isClosed: Bool { !handle.isOpen }
 
+    /// Closes without removing or truncating the `-wal` by name (`SQLITE_FCNTL_PERSIST_WAL`): for a connection to a
+    /// file that was just replaced by a rename, whose `-wal` name now belongs to the new file.
+    func closeKeepingSideFiles() {
+        if let sqliteConnection = handle.sqliteConnection {
+            var persist: CInt = 1
+            _ = sqlite3_file_control(sqliteConnection, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+        }
+        close()
+    }
+
     @usableFromInline
     func checkedConnection(sql: String? = nil) throws(DatabaseError) -> OpaquePointer {
         guard let sqliteConnection = handle.sqliteConnection else { throw DatabaseError.closed(sql: sql) }
@@ -274,7 +284,8 @@ public final class Connection {
     ///
     /// See [sqlite3_db_readonly](https://www.sqlite.org/c3ref/db_readonly.html).
     public var isReadOnly: Bool {
-        handle.sqliteConnection.map { sqlite3_db_readonly($0, "main") == 1 } ?? true
+        // A read-only check's connection writes into memory only; for its users it is read-only.
+        options.vfsName != nil || handle.sqliteConnection.map { sqlite3_db_readonly($0, "main") == 1 } ?? true
     }
 
     /// `true` between BEGIN and COMMIT/ROLLBACK (or inside a savepoint).
@@ -531,6 +542,15 @@ public struct OpenOptions: Sendable {
     /// Set on the library's own scratch connections, whose key check needs no read-only probe first.
     var skipsKeyProbe = false
 
+    /// The VFS to open with (`nil`: the default); a ``ReadOnlyOverlay``'s for a read-only check.
+    var vfsName: String?
+
+    /// Set on a rotation's connection to the file it replaces: `locking_mode = EXCLUSIVE` before the first read, so
+    /// the first read takes (or fails to take) an exclusive lock on the file and keeps it until the connection
+    /// closes, and a WAL database's index lives in this connection's memory: no `-shm` is mapped, so nothing of it
+    /// is shared with whoever opens the file that replaces this one under the same name.
+    var holdsExclusiveLock = false
+
     /// Where the connection reports opens, failed opens, rekeys, backups and exports (swift-log). Messages carry
     /// paths, kinds and error messages; never a key, never bound values. `nil` (the default) logs nothing.
     public var logger: Logger?
@@ -548,12 +568,20 @@ public struct OpenOptions: Sendable {
     ///   by anyone who can read the file.
     public var allowsPlaintextAttachments: Bool
 
+    /// Turns on foreign-key enforcement (`PRAGMA foreign_keys = ON`, read back) on the connection, and so on every
+    /// connection of a pool or queue opened with these options. SQLite leaves it off unless each connection asks.
+    /// `false` by default; Fluent's driver needs it (``DatabasePool``s given to it must have it).
+    ///
+    /// See [Foreign key support](https://www.sqlite.org/foreignkeys.html#fk_enable).
+    public var enforcesForeignKeys: Bool
+
     /// Creates options.
     public init(
         mode: Mode = .readWriteCreate, isURI: Bool = false, busyTimeout: Duration? = .seconds(5),
         statementCacheCapacity: Int = 64, logger: Logger? = nil, allowsPlaintextAttachments: Bool = false,
-        prepareConnection: (@Sendable (Connection) throws -> Void)? = nil
+        enforcesForeignKeys: Bool = false, prepareConnection: (@Sendable (Connection) throws -> Void)? = nil
     ) {
+        self.enforcesForeignKeys = enforcesForeignKeys
         self.allowsPlaintextAttachments = allowsPlaintextAttachments
         self.prepareConnection = prepareConnection
         self.mode = mode

@@ -6,12 +6,12 @@ import Darwin
 
 /// Finds other processes that have a file open, by reading `/proc/*/fd` (Linux). Elsewhere, or where `/proc` is not
 /// readable, it finds nothing: the caller's documentation says to stop other users of the database first.
-enum OtherProcesses {
+package enum OtherProcesses {
     /// Whether ``holding(paths:)`` can see other processes here (Linux's `/proc`).
     #if os(Linux)
-    static let canFindHolders = true
+    package static let canFindHolders = true
     #else
-    static let canFindHolders = false
+    package static let canFindHolders = false
     #endif
 
     /// The IDs of processes other than this one with any of the files open.
@@ -22,9 +22,14 @@ enum OtherProcesses {
     /// database nobody else used.
     ///
     /// - Parameter beforeRecheck: Runs instead of each pause (for tests).
-    static func holding(paths: [String], beforeRecheck: (() -> Void)? = nil) -> [Int32] {
+    package static func holding(paths: [String], beforeRecheck: (() -> Void)? = nil) -> [Int32] {
+        holding(files: Set(paths.compactMap { OpenFiles.fileID(path: $0) }), beforeRecheck: beforeRecheck)
+    }
+
+    /// The IDs of processes other than this one with any of the files open, by device and inode (a file that has no
+    /// name any more included).
+    static func holding(files targets: Set<OpenFiles.FileID>, beforeRecheck: (() -> Void)? = nil) -> [Int32] {
         #if os(Linux)
-        let targets = Set(paths.compactMap { OpenFiles.fileID(path: $0) })
         guard !targets.isEmpty else { return [] }
         var holders = scan(targets)
         for pause in [100_000, 200_000] as [useconds_t] where !holders.isEmpty {

@@ -94,8 +94,10 @@ package final class AtomicReplacement {
     /// Verifies the temporary file, gives it the replaced file's owner, group and mode, flushes it and renames it
     /// over the destination. On any failure the temporary file is removed and the error rethrown.
     ///
-    /// - Parameter verify: Opens the copy (without creating it) and throws when it is not what it should be.
-    package func commit(verify: (String) throws -> Void) throws {
+    /// - Parameters:
+    ///   - verify: Opens the copy (without creating it) and throws when it is not what it should be.
+    ///   - beforeRename: The last check before the rename, after the copy is flushed (a throw abandons the copy).
+    package func commit(verify: (String) throws -> Void, beforeRename: () throws -> Void = {}) throws {
         precondition(!isFinished, "an atomic replacement commits once")
         do {
             try verify(temporaryPath)
@@ -109,6 +111,7 @@ package final class AtomicReplacement {
             try applyPreservedMetadata()
             try syncToDisk(atPath: temporaryPath)
             try refuseLiveSideFiles()
+            try beforeRename()
             if replacesExistingFile {
                 guard rename(temporaryPath, destination) == 0 else {
                     throw fileSystemError("cannot rename \(temporaryPath) to \(destination)")

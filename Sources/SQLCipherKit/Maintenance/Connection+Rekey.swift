@@ -19,16 +19,24 @@ extension Connection {
     /// On failure the connection stays closed (``isClosed`` is `true`) and the error says whether the file now opens
     /// with the old key, the new key, or neither.
     ///
-    /// Other processes must not have the database open; use the `sqlcipherkit rotate` command (copy method) when
-    /// that cannot be guaranteed.
+    /// A reader in another process can keep the WAL from being truncated (its snapshot still needs the frames). The
+    /// rekey has then taken — the file opens with the new key only, every page verified — and this method returns
+    /// normally with ``RekeyOutcome/isWALTruncated`` `false`: until a later `wal_checkpoint(TRUNCATE)` succeeds (see
+    /// ``checkpoint(_:schema:)``), the main file alone, without its `-wal`, still holds pages under the old key.
+    ///
+    /// Other processes' connections keep the old key and fail with "file is not a database" at their next read;
+    /// they must reopen with the new key. Use the `sqlcipherkit rotate` command (copy method) when other processes
+    /// must not see the change mid-flight.
     ///
     /// - Parameter newKey: The new key. For a database with a plaintext header, a raw key without salt gets the
     ///   current salt (rekey keeps the salt).
+    /// - Returns: What was left to do after the rekey took (a WAL that could not yet be truncated).
     /// - Throws: ``DatabaseError/invalidState`` when a precondition fails (nothing was changed);
     ///   ``DatabaseError/busy`` when another connection's lock stopped it, ``DatabaseError/diskFull`` when the disk
     ///   filled up, ``DatabaseError/verificationFailed`` when it did not take for another reason (in each case the
     ///   message says which key opens the file).
-    public func rekey(to newKey: EncryptionKey) throws {
+    @discardableResult
+    public func rekey(to newKey: EncryptionKey) throws -> RekeyOutcome {
         let sqliteConnection = try checkedConnection()
         guard let oldKey = encryption.key else {
             throw Self.rekeyRefused(
@@ -60,7 +68,9 @@ extension Connection {
         }
         var checkpointError: Error?
         if code == SQLITE_OK && isWAL {
-            do { try checkpointTruncate() } catch { checkpointError = error }
+            // Not waiting: a reader that keeps the log busy is reported in the outcome, and the barrier of a pool
+            // is not held for the busy timeout while it reads.
+            do { try checkpointTruncateWithoutWaiting() } catch { checkpointError = error }
         }
         // A handle that attempted a rekey is never used again, whatever the result (Docs/EngineNotes.md#rekey).
         close()
@@ -72,9 +82,6 @@ extension Connection {
             }
             try open(encryption: .key(newKey, settings: settings))
             try quickCheck()
-            if isWAL && checkpointError != nil {
-                try checkpointTruncate()
-            }
         } catch {
             close()
             let opening = Self.probeKeys(
@@ -115,7 +122,33 @@ extension Connection {
                 kind: kind, code: resultCode,
                 message: "rekey failed (\(reason)); \(state). The connection is closed")
         }
+        // The rekey took and every page checks out under the new key. A truncate that another reader still keeps
+        // from completing is a step left to do, not a failure: the frames under the new key are committed.
+        if isWAL && checkpointError != nil {
+            do {
+                try checkpointTruncateWithoutWaiting()
+            } catch {
+                options.logger?.warning(
+                    "rekeyed; the WAL is not truncated yet (another connection is reading), so the main file keeps pages under the old key until a TRUNCATE checkpoint",
+                    metadata: ["path": "\(path)", "error": "\(error)"])
+                return RekeyOutcome(isWALTruncated: false)
+            }
+        }
         options.logger?.info("rekeyed", metadata: ["path": "\(path)", "wal": "\(isWAL)"])
+        return RekeyOutcome(isWALTruncated: true)
+    }
+
+    /// What ``rekey(to:)`` left to do after the new key took.
+    public struct RekeyOutcome: Sendable, Equatable {
+        /// `false` when the database is in WAL mode and its `-wal` could not be truncated after the rekey (another
+        /// connection or process was reading). The new key opens the database; the main file on its own, without
+        /// the `-wal`, still has pages under the old key until a `wal_checkpoint(TRUNCATE)` succeeds. `true`
+        /// otherwise (also for a rollback-journal database).
+        public let isWALTruncated: Bool
+
+        package init(isWALTruncated: Bool) {
+            self.isWALTruncated = isWALTruncated
+        }
     }
 
     /// What a key does to a file: opens it (and every page checks out), does not, or cannot be tried because another
@@ -126,14 +159,14 @@ extension Connection {
         case busy
     }
 
-    /// Tries a key on a fresh read-only connection (which never writes: no journal is replayed, no WAL
-    /// checkpointed), with `quick_check` over every page.
+    /// Tries a key with `quick_check` over every page, reading the file as SQLite will after recovery and writing
+    /// nothing (``ReadOnlyCheck``): a hot journal left by a crash is rolled back in memory, so the answer is the
+    /// key that opens the file once it is opened read-write.
     static func probeKey(path: String, encryption: Encryption, busyTimeout: Duration = .milliseconds(200)) -> KeyProbe {
         do {
-            let connection = try Connection(
-                path: path, encryption: encryption, options: OpenOptions(mode: .readOnly, busyTimeout: busyTimeout))
-            defer { connection.close() }
-            try connection.quickCheck()
+            try ReadOnlyCheck(path: path).run(encryption: encryption, busyTimeout: busyTimeout) { connection in
+                try connection.quickCheck()
+            }
             return .opens
         } catch let error as DatabaseError
             where error.kind == .busy || error.resultCode == DatabaseError.SQLITE_BUSY
@@ -147,7 +180,7 @@ extension Connection {
     /// Which of two keys opens a file: the old one only, the new one only, both, neither, or not known because
     /// another connection holds a lock. Each key is tried with ``probeKey(path:encryption:busyTimeout:)``: the one
     /// answer to "which key opens it" after a failed rekey or rotation.
-    enum KeysOpening: Equatable {
+    package enum KeysOpening: Equatable, Sendable {
         case old
         case new
         case both
@@ -155,7 +188,7 @@ extension Connection {
         case locked
     }
 
-    static func probeKeys(path: String, old: Encryption, new: Encryption) -> KeysOpening {
+    package static func probeKeys(path: String, old: Encryption, new: Encryption) -> KeysOpening {
         switch (probeKey(path: path, encryption: old), probeKey(path: path, encryption: new)) {
         case (.busy, _), (_, .busy): .locked
         case (.opens, .doesNotOpen): .old

@@ -8,8 +8,9 @@
 /// ```
 ///
 /// Without a key only the file's first bytes are read (and a plaintext database is opened read-only). With a key the
-/// database is opened read-only and its cipher settings are read back from the engine. Key material is never part
-/// of the result.
+/// database is opened read-only and its cipher settings are read back from the engine. Either way the database is
+/// read as SQLite will read it after recovery and nothing is written (a hot journal is rolled back in memory; see
+/// ``hasHotJournal``). Key material is never part of the result.
 public struct DatabaseFileInspection: Sendable, Hashable {
     /// What the file looks like from its bytes (see ``DatabaseFileFormat``).
     public typealias Format = DatabaseFileFormat
@@ -60,6 +61,10 @@ public struct DatabaseFileInspection: Sendable, Hashable {
     public let byteCount: Int?
     /// The size of the `-wal` file beside it, `nil` when there is none.
     public let walByteCount: Int?
+    /// `true` when the database has a hot journal: a transaction did not finish (a crash, a killed process), and the
+    /// next read-write open rolls it back. The details are read as that rollback will leave the database (the
+    /// rollback is played in memory; the file and its journal are not changed).
+    public let hasHotJournal: Bool
     /// Set when the database was opened: a plaintext one without a key, an encrypted one with its key.
     public let database: DatabaseDetails?
     /// Set when an encrypted database was opened with its key.
@@ -72,13 +77,19 @@ public struct DatabaseFileInspection: Sendable, Hashable {
     /// Never throws: a file that cannot be read is reported as what its bytes look like.
     public static func inspect(path: String) -> DatabaseFileInspection {
         let format = fileFormat(atPath: path)
+        let check = ReadOnlyCheck(path: path)
         var details: DatabaseDetails?
         if format == .plaintext {
-            details = try? withConnection(path: path, encryption: .none) { try readDetails($0) }
+            details = try? withConnection(check, encryption: .none) { try readDetails($0) }
+        } else if format != .missing && format != .empty && format != .notARegularFile
+            && regularFileSize(atPath: path + "-journal") != nil {
+            // Without the key only the rollback tells whether the journal is hot (it happens before page 1 is read).
+            _ = try? withConnection(check, encryption: .none) { _ in }
         }
         return DatabaseFileInspection(
             path: path, format: format, byteCount: regularFileSize(atPath: path),
-            walByteCount: regularFileSize(atPath: path + "-wal"), database: details, cipher: nil)
+            walByteCount: regularFileSize(atPath: path + "-wal"), hasHotJournal: check.rolledBackJournal,
+            database: details, cipher: nil)
     }
 
     /// Inspects a file with a key: opens it read-only and reads its details and cipher settings.
@@ -108,15 +119,16 @@ public struct DatabaseFileInspection: Sendable, Hashable {
                 "\(path) has a plaintext SQLite header: open it with its plaintext header size (usually 32)"
                     + " and its salt (a raw key with salt, x'<96 hex>')")
         }
+        let check = ReadOnlyCheck(path: path)
         var opened: (DatabaseDetails, CipherDetails?)
         do {
-            opened = try withConnection(path: path, encryption: encryption, read: readAll)
+            opened = try withConnection(check, encryption: encryption, read: readAll)
         } catch DatabaseError.wrongKey where detectsSQLCipher3Format && encryption.settings.isEngineDefault
             && SQLCipher.supports(.version4Format) && encryption.key != nil
         {
             // SQLCipher 4 opens SQLCipher 3 files only with 3's settings (Docs/EngineNotes.md#compatibility): try them.
             let version3 = Encryption.key(encryption.key!, settings: .sqlcipher3)
-            guard let retried = try? withConnection(path: path, encryption: version3, read: readAll) else {
+            guard let retried = try? withConnection(check, encryption: version3, read: readAll) else {
                 throw DatabaseError(
                     .wrongKey,
                     "the key opens \(path) neither with SQLCipher 4's default settings nor with SQLCipher"
@@ -126,19 +138,21 @@ public struct DatabaseFileInspection: Sendable, Hashable {
         }
         return DatabaseFileInspection(
             path: path, format: format, byteCount: regularFileSize(atPath: path),
-            walByteCount: regularFileSize(atPath: path + "-wal"), database: opened.0, cipher: opened.1)
+            walByteCount: regularFileSize(atPath: path + "-wal"), hasHotJournal: check.rolledBackJournal,
+            database: opened.0, cipher: opened.1)
     }
 
     // MARK: - Internals
 
     private init(
-        path: String, format: Format, byteCount: Int?, walByteCount: Int?, database: DatabaseDetails?,
-        cipher: CipherDetails?
+        path: String, format: Format, byteCount: Int?, walByteCount: Int?, hasHotJournal: Bool,
+        database: DatabaseDetails?, cipher: CipherDetails?
     ) {
         self.path = path
         self.format = format
         self.byteCount = byteCount
         self.walByteCount = walByteCount
+        self.hasHotJournal = hasHotJournal
         self.database = database
         self.cipher = cipher
     }
@@ -148,12 +162,9 @@ public struct DatabaseFileInspection: Sendable, Hashable {
     }
 
     private static func withConnection<T>(
-        path: String, encryption: Encryption, read: (Connection) throws -> T
+        _ check: ReadOnlyCheck, encryption: Encryption, read: (Connection) throws -> T
     ) throws -> T {
-        let connection = try Connection(
-            path: path, encryption: encryption, options: OpenOptions(mode: .readOnly, busyTimeout: .seconds(2)))
-        defer { connection.close() }
-        return try read(connection)
+        try check.run(encryption: encryption, busyTimeout: .seconds(2), read)
     }
 
     private static func readAll(_ connection: Connection) throws -> (DatabaseDetails, CipherDetails?) {

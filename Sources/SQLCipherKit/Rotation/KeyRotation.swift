@@ -32,11 +32,14 @@ public struct RotationRequest: Sendable {
     public var backupDirectory: String?
     /// How long to wait for other connections' locks before refusing with `SQLITE_BUSY`.
     public var lockTimeout: Duration
+    /// Accept a new passphrase shorter than ``EncryptionKey/minimumRotationPassphraseByteCount`` bytes or with a
+    /// line break inside (`false` by default: such text is more likely a mistake than a key).
+    public var allowsWeakPassphrase: Bool
 
     /// Creates a request.
     public init(
         path: String, oldEncryption: Encryption, newEncryption: Encryption, method: RotationMethod = .copy,
-        backupDirectory: String? = nil, lockTimeout: Duration = .seconds(3)
+        backupDirectory: String? = nil, lockTimeout: Duration = .seconds(3), allowsWeakPassphrase: Bool = false
     ) {
         self.path = path
         self.oldEncryption = oldEncryption
@@ -44,6 +47,7 @@ public struct RotationRequest: Sendable {
         self.method = method
         self.backupDirectory = backupDirectory
         self.lockTimeout = lockTimeout
+        self.allowsWeakPassphrase = allowsWeakPassphrase
     }
 }
 
@@ -77,6 +81,22 @@ public struct RotationResult: Sendable, CustomStringConvertible {
     public let backupPath: String?
     /// How long the rotation took.
     public let duration: Duration
+    /// What the operator should know about a rotation that succeeded (a process that still holds the replaced file).
+    public let warnings: [String]
+
+    init(
+        path: String, resolvedPath: String, method: RotationMethod, error: DatabaseError?, keyState: KeyState,
+        backupPath: String?, duration: Duration, warnings: [String] = []
+    ) {
+        self.path = path
+        self.resolvedPath = resolvedPath
+        self.method = method
+        self.error = error
+        self.keyState = keyState
+        self.backupPath = backupPath
+        self.duration = duration
+        self.warnings = warnings
+    }
 
     /// `true` when the database now has the new key.
     public var isRotated: Bool { error == nil }
@@ -98,6 +118,7 @@ public struct RotationResult: Sendable, CustomStringConvertible {
         let isLink = lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFLNK
         let target = isLink ? "\(path) (symlink to \(resolvedPath))" : path
         return "\(target): rotated (\(method)) in \(duration)" + (backupPath.map { "; original kept at \($0)" } ?? "")
+            + warnings.map { "; warning: \($0)" }.joined()
     }
 }
 
@@ -169,10 +190,11 @@ public enum KeyRotation {
     ///   - fileExtension: Which files are databases (`db` by default); `-wal`, `-shm`, `-journal` and temporary
     ///     files are skipped.
     ///   - method: The method for every database.
+    ///   - allowsWeakPassphrase: See ``RotationRequest/allowsWeakPassphrase``.
     ///   - keys: Returns (old, new) for a database path; a thrown error is reported for that database.
     public static func rotateDatabases(
         inFolder folder: String, fileExtension: String = "db", method: RotationMethod = .copy,
-        keys: (String) throws -> (old: Encryption, new: Encryption)
+        allowsWeakPassphrase: Bool = false, keys: (String) throws -> (old: Encryption, new: Encryption)
     ) throws -> [RotationResult] {
         guard let entries = directoryEntries(of: folder) else {
             throw fileSystemError("cannot list the folder \(folder)")
@@ -183,7 +205,10 @@ public enum KeyRotation {
             do {
                 let (old, new) = try keys(path)
                 return rotateReporting(
-                    RotationRequest(path: path, oldEncryption: old, newEncryption: new, method: method), progress: nil)
+                    RotationRequest(
+                        path: path, oldEncryption: old, newEncryption: new, method: method,
+                        allowsWeakPassphrase: allowsWeakPassphrase),
+                    progress: nil)
             } catch {
                 return RotationResult(
                     path: path, resolvedPath: realPath(path) ?? path, method: method, error: asDatabaseError(error),
@@ -210,17 +235,26 @@ public enum KeyRotation {
         do {
             return try withRotationTurn(request) {
                 do {
+                    try request.newEncryption.key?.checkStrongEnoughForRotation(
+                        allowsWeakPassphrase: request.allowsWeakPassphrase,
+                        remedy: "to accept it anyway, set RotationRequest.allowsWeakPassphrase (CLI:"
+                            + " --allow-weak-passphrase). Nothing was changed")
                     try refuseUnsaltedPlaintextHeaderKey(request)
+                    var warnings: [String] = []
                     switch request.method {
                     case .copy:
-                        backupPath = try rotateByCopy(request, progress: progress)
+                        let verifiedFile: OpenFiles.FileID?
+                        (backupPath, warnings, verifiedFile) = try rotateByCopy(request, progress: progress)
+                        try verifyRotated(request, isVerifiedFile: verifiedFile != nil
+                            && OpenFiles.fileID(path: request.path) == verifiedFile)
                     case .inPlace:
+                        // The rekey verified every page under the new key before it returned.
                         backupPath = try rotateInPlace(request)
+                        try verifyRotated(request, isVerifiedFile: true)
                     }
-                    try verifyRotated(request)
                     return RotationResult(
                         path: requestedPath, resolvedPath: resolvedPath, method: request.method, error: nil,
-                        keyState: .new, backupPath: backupPath, duration: clock.now - start)
+                        keyState: .new, backupPath: backupPath, duration: clock.now - start, warnings: warnings)
                 } catch {
                     return RotationResult(
                         path: requestedPath, resolvedPath: resolvedPath, method: request.method,
@@ -282,42 +316,107 @@ public enum KeyRotation {
 
     private static func rotateByCopy(
         _ request: RotationRequest, progress: ((BackupProgress) throws -> Void)?
-    ) throws -> String? {
+    ) throws -> (backupPath: String?, warnings: [String], verifiedFile: OpenFiles.FileID?) {
         guard request.newEncryption.key != nil else {
             throw refused("the new encryption has no key; decrypting is done with an export, not a rotation")
         }
-        // The lock comes first: only then are leftovers of an earlier run removed and a temporary file made.
+        // The lock comes first: only then are leftovers of an earlier run removed and a temporary file made. It is
+        // held (no other connection can start a transaction on the file) from before the copy until after the
+        // rename.
         let lock = try lockDatabase(request)
-        defer { lock.close() }
+        let replaced: ReplacedFile
+        do {
+            replaced = try ReplacedFile(path: request.path)
+        } catch {
+            lock.close()
+            throw error
+        }
+        var isReplaced = false
+        var verifiedFile: OpenFiles.FileID?
+        defer {
+            // The connection first: closing the descriptor would drop its lock. Once the file is replaced, the
+            // `-wal` name is the new file's: the old connection must not remove it as it closes.
+            isReplaced ? lock.closeKeepingSideFiles() : lock.close()
+            replaced.close()
+        }
         let backupPath = try backUpOriginal(request, from: lock)
-        // Nothing can change under the exclusive lock: the copy must have exactly these rows.
-        let source = try lock.summary(countingRows: true)
+        let target = try Connection.inMemory(encryption: request.newEncryption)
+        let layoutsMatch = try lock.cipherLayout() == target.cipherLayout()
+        target.close()
+        // Nothing can change under the exclusive lock. A page-for-page copy is proven by its page count and by every
+        // page authenticated under the new key; an export (SQL) by the row count of every table as well.
+        let source = try lock.summary(countingRows: !layoutsMatch)
         let replacement = try AtomicReplacement(
             destination: request.path, policy: .replaceExisting, operation: "rotation")
+        // A process that opened the file while the copy was written waits for the lock, and would write into the
+        // replaced file once it is released: the rotation is abandoned while the original is still in place.
+        let refuseLateOpeners = {
+            let holders = OtherProcesses.holding(files: [replaced.id])
+            defer { if holders.isEmpty { testHookBeforeRename.withLock { $0[request.path] }?() } }
+            guard holders.isEmpty else {
+                throw DatabaseError(
+                    kind: .invalidState, code: DatabaseError.SQLITE_BUSY,
+                    message: "rotation refused: \(request.path) was opened by another process while the copy was"
+                        + " written (PID \(holders.map(String.init).joined(separator: ", "))); it would go on with the"
+                        + " replaced file, and its writes would be lost. Nothing was changed. Stop it and run the"
+                        + " rotation again, or rotate with the in-place method")
+            }
+        }
         do {
-            let target = try Connection.inMemory(encryption: request.newEncryption)
-            let layoutsMatch = try lock.cipherLayout() == target.cipherLayout()
-            target.close()
             if layoutsMatch {
                 // The backup API keeps every byte of the file's structure (auto_vacuum, free pages, header).
                 let pageCount = try lock.backUp(
                     intoNewFile: replacement.temporaryPath, encryption: request.newEncryption, pagesPerStep: 256,
                     progress: progress)
-                try replacement.commit { copyPath in
+                try replacement.commit(verify: { copyPath in
                     try Connection.verifyCopy(
-                        at: copyPath, encryption: request.newEncryption, expected: source, pageCount: pageCount)
-                }
+                        at: copyPath, encryption: request.newEncryption, expected: source, pageCount: pageCount,
+                        checksFreePages: false)
+                    verifiedFile = OpenFiles.fileID(path: copyPath)
+                }, beforeRename: refuseLateOpeners)
             } else {
                 _ = try lock.export(intoNewFile: replacement.temporaryPath, encryption: request.newEncryption)
-                try replacement.commit { copyPath in
+                try replacement.commit(verify: { copyPath in
                     try Connection.verifyExport(at: copyPath, encryption: request.newEncryption, source: source)
-                }
+                    verifiedFile = OpenFiles.fileID(path: copyPath)
+                }, beforeRename: refuseLateOpeners)
             }
         } catch {
             replacement.abandon()
             throw error
         }
-        return backupPath
+        isReplaced = true
+        return (backupPath, keepLateOpenersOut(of: replaced, request: request), verifiedFile)
+    }
+
+    /// Runs between the last check for other processes and the rename, for the database at the key's path (tests
+    /// open the file there, as a process would in that instant).
+    static let testHookBeforeRename = Locked<[String: @Sendable () -> Void]>([:])
+
+    /// After the rename: a process that opened the old file in the instant between the last check and the rename
+    /// still has it (and waits for the lock). While it does, the lock is kept (up to the lock timeout), so it
+    /// cannot start a transaction; if it still has the file then, the old file's first page is overwritten, so its
+    /// next statement fails ("file is not a database") instead of writing where nobody will read. The old file has
+    /// no name any more and the new one holds every row, so nothing is lost by that.
+    private static func keepLateOpenersOut(of replaced: ReplacedFile, request: RotationRequest) -> [String] {
+        var holders = OtherProcesses.holding(files: [replaced.id])
+        guard !holders.isEmpty else { return [] }
+        let deadline = ContinuousClock.now + max(request.lockTimeout, .seconds(1))
+        while !holders.isEmpty && ContinuousClock.now < deadline {
+            usleep(50_000)
+            holders = OtherProcesses.holding(files: [replaced.id])
+        }
+        guard !holders.isEmpty else { return [] }
+        let isOverwritten = replaced.makeUnusable()
+        return [
+            "process(es) \(holders.map(String.init).joined(separator: ", ")) opened \(request.path) in the instant"
+                + " before the rename and still hold the replaced file; "
+                + (isOverwritten
+                    ? "its first page was overwritten, so their next statement fails (\"file is not a database\")"
+                        + " and writes nothing. Restart them"
+                    : "it still has another name, so it was left as it is. Restart them at once: their writes go to"
+                        + " the old file"),
+        ]
     }
 
     private static func rotateInPlace(_ request: RotationRequest) throws -> String? {
@@ -349,15 +448,15 @@ public enum KeyRotation {
         try refuseOtherProcesses(path)
         let lock: Connection
         do {
-            lock = try Connection(
-                path: path, encryption: request.oldEncryption,
-                options: OpenOptions(mode: .readWrite, busyTimeout: request.lockTimeout))
+            var options = OpenOptions(mode: .readWrite, busyTimeout: request.lockTimeout)
+            // EXCLUSIVE locking mode from before the first read: the lock is kept after COMMIT, and in WAL mode the
+            // index lives in this connection's memory (no -shm shared with the file that replaces this one).
+            options.holdsExclusiveLock = true
+            lock = try Connection(path: path, encryption: request.oldEncryption, options: options)
         } catch let error as DatabaseError where error.kind == .busy || error.resultCode == DatabaseError.SQLITE_BUSY {
             throw busyRefusal(path, request)
         }
         do {
-            // EXCLUSIVE locking mode keeps the lock after COMMIT, and in WAL mode avoids the shared-memory index.
-            try lock.execute("PRAGMA locking_mode = EXCLUSIVE")
             do {
                 try lock.execute("BEGIN EXCLUSIVE")
                 try lock.execute("COMMIT")
@@ -404,21 +503,24 @@ public enum KeyRotation {
         return destination
     }
 
-    /// The new key opens the database and passes `quick_check`; the old key does not open it.
-    private static func verifyRotated(_ request: RotationRequest) throws {
+    /// After the rename or the rekey: the new key opens the database and the old key does not.
+    ///
+    /// When the file is the one whose every page was verified under the new key (the renamed copy, by device and
+    /// inode, or the file the rekey verified), page 1 with each key is enough: a second full `quick_check` would read
+    /// every page again to learn nothing new. Otherwise (the file was replaced meanwhile by someone else) every page
+    /// is checked. The old key is tried on page 1 only: when it does not open page 1 it opens nothing.
+    private static func verifyRotated(_ request: RotationRequest, isVerifiedFile: Bool) throws {
         let rotated = try Connection(
             path: request.path, encryption: request.newEncryption, options: OpenOptions(mode: .readWrite))
-        try rotated.quickCheck()
-        rotated.close()
-        if Connection.probeKey(path: request.path, encryption: request.oldEncryption) == .opens {
+        defer { rotated.close() }
+        if !isVerifiedFile { try rotated.quickCheck() }
+        var options = OpenOptions(mode: .readOnly, busyTimeout: .milliseconds(200))
+        options.logger = nil
+        if let old = try? Connection(path: request.path, encryption: request.oldEncryption, options: options) {
+            old.close()
             throw DatabaseError(
                 .verificationFailed,
                 "the old key still opens \(request.path) after the rotation (were both keys the same?)")
-        }
-        // Stale shared-memory index of the old file; rebuilt by the next opener.
-        if regularFileSize(atPath: request.path + "-wal") == 0 {
-            unlink(request.path + "-wal")
-            unlink(request.path + "-shm")
         }
     }
 

@@ -51,6 +51,11 @@ extension Connection {
 
         EncryptionGuard.install(on: handle, encryption: encryption, options: options)
 
+        if options.holdsExclusiveLock {
+            // Before the first read: only then does a WAL database keep its index in this connection's memory.
+            try execute("PRAGMA locking_mode = EXCLUSIVE")
+        }
+
         if let existingSize, existingSize > 0 {
             try verifyExistingFile(size: existingSize, encryption: encryption)
         }
@@ -63,87 +68,59 @@ extension Connection {
                 "could not force temp_store to MEMORY; refusing a connection that may write plaintext"
                     + " temporary files")
         }
+        if options.enforcesForeignKeys {
+            try execute("PRAGMA foreign_keys = ON")
+            guard try pragmaInteger("foreign_keys") == 1 else {
+                throw DatabaseError(.unsupportedByEngine, "the engine did not turn foreign keys on")
+            }
+        }
     }
 
-    /// Checks the key on a read-only handle before a read-write one exists, when a `-wal` or `-journal` lies beside
-    /// the file: a read-write handle would replay a hot journal into the file as it opens, and checkpoint a WAL into
-    /// it as it closes, with a wrong key as with the right one, and with a side file that belongs to another
-    /// database (or is stale) as with its own. A read-only handle does neither.
+    /// Checks the key before a read-write handle exists, when a `-wal` or `-journal` lies beside the file: a
+    /// read-write handle would replay a hot journal into the file as it opens, and checkpoint a WAL into it as it
+    /// closes, with a wrong key as with the right one, and with a side file that belongs to another database (or is
+    /// stale) as with its own.
     ///
-    /// A hot journal stops even a read-only handle (SQLite must roll it back first). Then page 1 is checked as the
-    /// rollback would leave it, in a scratch copy of page 1 and the journal beside the file; the real file is not
-    /// touched. When the key opens the main file alone but not with its side file, the error says the side file
-    /// does not belong.
+    /// The check reads the database as SQLite will after recovery, and writes nothing (``ReadOnlyCheck``): a hot
+    /// journal is rolled back in memory, a WAL no connection holds is read through a private index. Pages a hot
+    /// journal restores, or an orphan WAL (left by a crash, or brought from elsewhere) brings, may not touch page 1:
+    /// then every page is read, so each is authenticated before SQLite may write it into the file. When the key
+    /// opens the main file alone but not with its side file, the error says the side file does not belong.
     func verifyKeyBeforeWriting(encryption: Encryption) throws {
         guard options.mode != .readOnly, !options.skipsKeyProbe, !options.isURI, !path.isEmpty, path != ":memory:",
               let size = regularFileSize(atPath: path), size > 0
         else { return }
-        let hasWAL = regularFileSize(atPath: path + "-wal") != nil
+        let walSize = regularFileSize(atPath: path + "-wal")
         let hasJournal = regularFileSize(atPath: path + "-journal") != nil
-        guard hasWAL || hasJournal else { return }
-        var probeOptions = OpenOptions(mode: .readOnly, busyTimeout: options.busyTimeout, statementCacheCapacity: 0)
-        probeOptions.logger = nil
+        guard walSize != nil || hasJournal else { return }
+        // Decided before the check opens: its own connection would count as a holder.
+        let check = ReadOnlyCheck(path: path)
         do {
-            let probe = try Connection(path: path, encryption: encryption, options: probeOptions)
-            defer { probe.close() }
-            if Self.isOrphanWAL(of: path) {
-                // A WAL no connection holds was left by a crash, or brought from elsewhere: its frames may not
-                // touch page 1, so every page is read (and authenticated) through it before it may be checkpointed.
+            try check.run(encryption: encryption, busyTimeout: options.busyTimeout) { probe in
+                // A WAL of 32 bytes or less has no frame (its header alone).
+                guard check.usesOverlay, check.rolledBackJournal || (walSize ?? 0) > 32 else { return }
                 do {
                     try probe.quickCheck()
                 } catch let error as DatabaseError {
                     throw DatabaseError(kind: .damaged, code: error.extendedResultCode, message: error.message)
                 }
-            }
-        } catch let error as DatabaseError where error.extendedResultCode.rawValue == Self.readOnlyRollbackCode {
-            try verifyKeyAgainstHotJournal(encryption: encryption, underlying: error)
-        } catch let error as DatabaseError where [.wrongKey, .damaged, .notADatabase].contains(error.kind) {
-            // Does the key open the file without its side file? Then the side file is what does not fit.
-            if Self.opensWithoutSideFiles(path: path, encryption: encryption) {
-                throw Self.foreignSideFile(path: path, isWAL: hasWAL, underlying: error)
-            }
-            throw error
-        }
-    }
-
-    /// A `-wal` with frames that no connection of this process or (on Linux) of another has open.
-    static func isOrphanWAL(of path: String) -> Bool {
-        guard OtherProcesses.canFindHolders, (regularFileSize(atPath: path + "-wal") ?? 0) > 32,
-              OpenFiles.openCount(path: path) == 0
-        else { return false }
-        return OtherProcesses.holding(paths: [path, path + "-wal"]).isEmpty
-    }
-
-    /// `SQLITE_READONLY_ROLLBACK`: a read-only handle found a hot journal it may not roll back.
-    static let readOnlyRollbackCode: CInt = 8 | (3 << 8)
-
-    private func verifyKeyAgainstHotJournal(encryption: Encryption, underlying: DatabaseError) throws {
-        // The scratch copy holds the file and its journal: the same bytes as beside it, encrypted when the database
-        // is. Every page is read there after the rollback, so pages a journal of another database (or a stale one)
-        // would bring fail their check there, not in the real file. It is a registered temporary file, removed on a
-        // signal, and costs the file's size on disk for as long as the check runs (only after a crash).
-        let scratch = try RegisteredTemporaryFile(beside: path, operation: "key check")
-        defer { scratch.remove() }
-        guard copyFilePrefix(from: path, to: scratch.path, count: Int.max),
-              copyFilePrefix(from: path + "-journal", to: scratch.path + "-journal", count: Int.max)
-        else {
-            throw fileSystemError("cannot copy \(path) and its journal to check the key")
-        }
-        var scratchOptions = OpenOptions(mode: .readWrite, busyTimeout: .zero, statementCacheCapacity: 0)
-        scratchOptions.skipsKeyProbe = true
-        do {
-            let checked = try Connection(path: scratch.path, encryption: encryption, options: scratchOptions)
-            defer { checked.close() }
-            do {
-                try checked.quickCheck()
-            } catch let error as DatabaseError {
-                throw DatabaseError(kind: .damaged, code: error.extendedResultCode, message: error.message)
+                // Page 1 after the rollback must hold the file's own salt: a journal of another database encrypted
+                // with the same key would bring its own (and with page HMACs off, nothing else would tell).
+                if check.rolledBackJournal, encryption.requiresEncryptedHeader,
+                   try probe.mainFilePrefix(count: 16) != readFilePrefix(atPath: path, count: 16) {
+                    throw Self.foreignSideFile(
+                        path: path, isWAL: false,
+                        underlying: DatabaseError(.damaged, "page 1 of the journal holds another salt"))
+                }
             }
         } catch let error as DatabaseError
             where [.wrongKey, .notADatabase, .missingKey, .notEncrypted, .damaged].contains(error.kind) {
+            let blamesWAL = !check.rolledBackJournal && walSize != nil
+            // Does the key open the file without its side file? Then the side file is what does not fit.
             if Self.opensWithoutSideFiles(path: path, encryption: encryption) {
-                throw Self.foreignSideFile(path: path, isWAL: false, underlying: error)
+                throw Self.foreignSideFile(path: path, isWAL: blamesWAL, underlying: error)
             }
+            guard check.rolledBackJournal else { throw error }
             let what = switch error.kind {
             case .wrongKey: "the key does not open it (wrong key or cipher settings)"
             case .notEncrypted: "it is a plaintext database"
@@ -156,23 +133,21 @@ extension Connection {
                 message: "\(what) as its hot journal would leave it; the journal and the file were left as they are"
                     + " (path: \(path))")
         }
-        // The salt (first 16 bytes) of page 1 after the rollback must be the file's own: a journal of another
-        // database encrypted with the same key would bring its own.
-        if encryption.requiresEncryptedHeader,
-           readFilePrefix(atPath: scratch.path, count: 16) != readFilePrefix(atPath: path, count: 16) {
-            throw Self.foreignSideFile(path: path, isWAL: false, underlying: underlying)
-        }
     }
 
-    /// Whether the key opens the main file as it is, ignoring its `-wal` and `-journal` (SQLite's `immutable` URI
-    /// parameter: no side file is read, nothing is written).
+    /// Whether the key opens the main file as it is, every page of it, ignoring its `-wal` and `-journal` (SQLite's
+    /// `immutable` URI parameter: no side file is read, nothing is written).
+    ///
+    /// Every page, not page 1 alone: a rekey killed after it rewrote page 1 leaves a file whose page 1 opens with the
+    /// new key and whose other pages need the old one; its journal is its own, and setting it aside would lose the
+    /// database.
     static func opensWithoutSideFiles(path: String, encryption: Encryption) -> Bool {
         var options = OpenOptions(mode: .readOnly, isURI: true, busyTimeout: .zero, statementCacheCapacity: 0)
         options.logger = nil
         let uri = "file:" + uriEscaped(path) + "?immutable=1"
         guard let connection = try? Connection(path: uri, encryption: encryption, options: options) else { return false }
-        connection.close()
-        return true
+        defer { connection.close() }
+        return (try? connection.quickCheck()) != nil
     }
 
     private static func foreignSideFile(path: String, isWAL: Bool, underlying: DatabaseError) -> DatabaseError {
@@ -459,28 +434,6 @@ func uriEscaped(_ path: String) -> String {
         }
     }
     return escaped
-}
-
-/// Copies up to `count` bytes of a file into a new file (mode 0600, truncated when it exists).
-func copyFilePrefix(from source: String, to destination: String, count: Int) -> Bool {
-    let input = open(source, O_RDONLY | O_CLOEXEC)
-    guard input >= 0 else { return false }
-    defer { closeFileDescriptor(input) }
-    let output = open(destination, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-    guard output >= 0 else { return false }
-    defer { closeFileDescriptor(output) }
-    var remaining = count
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while remaining > 0 {
-        let readCount = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, min($0.count, remaining)) }
-        if readCount < 0 && errno == EINTR { continue }
-        guard readCount >= 0 else { return false }
-        if readCount == 0 { break }
-        let written = buffer.withUnsafeBytes { write(output, $0.baseAddress, readCount) }
-        guard written == readCount else { return false }
-        remaining -= readCount
-    }
-    return true
 }
 
 extension String {

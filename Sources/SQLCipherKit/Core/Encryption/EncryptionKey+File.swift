@@ -37,6 +37,43 @@ extension EncryptionKey {
     ///   malformed `x'…'` text. The message names the path and the problem, never the content (nor the path itself
     ///   when it looks like key material: a key typed where the path belongs).
     public init(contentsOf path: String, permissions: KeyFilePermissionPolicy = .requireOwnerOnly) throws {
+        self = try Self.readKeyFile(atPath: path, permissions: permissions).key
+    }
+
+    /// A key file as it was when read: device, inode, size and modification time, from the descriptor the key was
+    /// read through. Two reads with the same identity read the same, unchanged file. (Not the change time: renaming
+    /// the file changes it.)
+    package struct KeyFileIdentity: Hashable, Sendable {
+        let device: UInt64
+        let inode: UInt64
+        let size: Int64
+        let modification: [Int]
+
+        init(_ status: stat) {
+            device = UInt64(status.st_dev)
+            inode = UInt64(status.st_ino)
+            size = Int64(status.st_size)
+            #if canImport(Glibc)
+            modification = [Int(status.st_mtim.tv_sec), Int(status.st_mtim.tv_nsec)]
+            #else
+            modification = [Int(status.st_mtimespec.tv_sec), Int(status.st_mtimespec.tv_nsec)]
+            #endif
+        }
+
+        /// The identity of the file at `path` now (symbolic links followed), or `nil` when there is none.
+        package init?(path: String) {
+            var status = stat()
+            guard stat(path, &status) == 0 else { return nil }
+            self.init(status)
+        }
+    }
+
+    /// Reads a key file once, through one descriptor, and returns the key with the identity of the file it was read
+    /// from (see ``init(contentsOf:permissions:)`` for the format and the checks). For callers that must later act
+    /// on exactly the file they read (a live hand-over renames or removes it only while it is unchanged).
+    package static func readKeyFile(
+        atPath path: String, permissions: KeyFilePermissionPolicy = .requireOwnerOnly
+    ) throws -> (key: EncryptionKey, identity: KeyFileIdentity) {
         let shownPath = KeyMaterialRedaction.shown(path, as: "key file path")
         // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
@@ -81,9 +118,10 @@ extension EncryptionKey {
         guard readCount <= size else {
             throw Self.invalid("key file \(shownPath) changed while it was read")
         }
-        self = try raw.withUnsafeBytes { bytes in
+        let key = try raw.withUnsafeBytes { bytes in
             try EncryptionKey.parseKeyText(UnsafeRawBufferPointer(rebasing: bytes[0..<readCount]), source: "key file \(shownPath)")
         }
+        return (key, KeyFileIdentity(status))
     }
 
     /// Reads from `descriptor` into `buffer` until end of file, `limit` bytes or, when `stopsAtNewline`, a newline
