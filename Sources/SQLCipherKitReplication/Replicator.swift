@@ -194,6 +194,7 @@ public actor Replicator {
     /// earlier one needs the earlier key.
     ///
     /// - Returns: What `body` returns.
+    @discardableResult
     public func withReplicationPaused<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
         try await stop()
         let result = try await body()

@@ -1,3 +1,5 @@
+import SQLCipherKit
+
 /// SQLite's write-ahead log as it is on disk (https://www.sqlite.org/fileformat2.html#walformat): a 32-byte header,
 /// then frames of a 24-byte header and one page each.
 ///
@@ -19,19 +21,9 @@ enum WALFormat {
         static let zero = Checksum(first: 0, second: 0)
 
         /// Continues the checksum over `bytes` (a multiple of 8 bytes long), read as 32-bit words in the byte order
-        /// the WAL header names.
+        /// the WAL header names (the core's one implementation of SQLite's checksum).
         func continued(over bytes: UnsafeRawBufferPointer, bigEndian: Bool) -> Checksum {
-            var s1 = first
-            var s2 = second
-            var offset = 0
-            let count = bytes.count & ~7
-            while offset < count {
-                let x0 = word(bytes, offset, bigEndian)
-                let x1 = word(bytes, offset + 4, bigEndian)
-                s1 = s1 &+ x0 &+ s2
-                s2 = s2 &+ x1 &+ s1
-                offset += 8
-            }
+            let (s1, s2) = WriteAheadLogReport.checksum(bytes, bigEndian: bigEndian, from: (first, second))
             return Checksum(first: s1, second: s2)
         }
     }
@@ -95,18 +87,7 @@ enum WALFormat {
 }
 
 @inline(__always)
-private func word(_ bytes: UnsafeRawBufferPointer, _ offset: Int, _ bigEndian: Bool) -> UInt32 {
-    bigEndian ? readBigEndian(bytes, offset) : readLittleEndian(bytes, offset)
-}
-
-@inline(__always)
 func readBigEndian(_ bytes: UnsafeRawBufferPointer, _ offset: Int) -> UInt32 {
     UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8
         | UInt32(bytes[offset + 3])
-}
-
-@inline(__always)
-private func readLittleEndian(_ bytes: UnsafeRawBufferPointer, _ offset: Int) -> UInt32 {
-    UInt32(bytes[offset + 3]) << 24 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 1]) << 8
-        | UInt32(bytes[offset])
 }
