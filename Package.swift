@@ -147,7 +147,7 @@ if !isCoreOnly {
         .target(
             name: "SQLCipherKitReplication",
             dependencies: [
-                "SQLCipherKit", "COpenSSL",
+                "SQLCipherKit", "CSQLCipher", "COpenSSL",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -160,6 +160,7 @@ if !isCoreOnly {
             dependencies: [
                 "SQLCipherKitReplication", "SQLCipherKitTestSupport", "sqlcipherkit",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strictSwift
         ),

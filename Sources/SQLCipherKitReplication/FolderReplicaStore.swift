@@ -29,7 +29,7 @@ public struct FolderReplicaStore: ReplicaStore {
         let path = try self.path(of: key)
         try Self.makeFolders(parent(of: path))
         try Self.writeAtomically(path) { descriptor in
-            try Self.writeAll(descriptor, bytes[...], path: path)
+            try bytes.withUnsafeBytes { try writeFully(descriptor, $0, at: nil, path: path) }
         }
     }
 
@@ -39,7 +39,7 @@ public struct FolderReplicaStore: ReplicaStore {
         let path = try self.path(of: key)
         try Self.makeFolders(parent(of: path))
         let input = open(source, O_RDONLY | O_CLOEXEC)
-        guard input >= 0 else { throw Self.fileError("cannot open \(source)") }
+        guard input >= 0 else { throw ReplicationError.fileSystem("cannot open \(source)") }
         defer { _ = close(input) }
         try Self.writeAtomically(path) { output in
             var buffer = [UInt8](repeating: 0, count: 1 << 20)
@@ -52,7 +52,9 @@ public struct FolderReplicaStore: ReplicaStore {
                     throw ReplicationError(
                         .sourceChanged, "\(source) ended after \(offset + done) bytes; \(offset + length) were expected")
                 }
-                try Self.writeAll(output, buffer[..<count], path: path)
+                try buffer.withUnsafeBytes {
+                    try writeFully(output, UnsafeRawBufferPointer(rebasing: $0[..<count]), at: nil, path: path)
+                }
                 done += Int64(count)
                 progress?(done)
             }
@@ -69,7 +71,7 @@ public struct FolderReplicaStore: ReplicaStore {
         while true {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw Self.fileError("cannot read \(path)") }
+            guard count >= 0 else { throw ReplicationError.fileSystem("cannot read \(path)") }
             if count == 0 { return bytes }
             bytes += buffer[..<count]
         }
@@ -83,7 +85,7 @@ public struct FolderReplicaStore: ReplicaStore {
         let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard output >= 0 else {
             if errno == EEXIST { throw ReplicationError(.destinationExists, "\(destination) exists; nothing was written") }
-            throw Self.fileError("cannot create \(destination)")
+            throw ReplicationError.fileSystem("cannot create \(destination)")
         }
         var isComplete = false
         defer {
@@ -95,9 +97,11 @@ public struct FolderReplicaStore: ReplicaStore {
         while true {
             let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw Self.fileError("cannot read \(path)") }
+            guard count >= 0 else { throw ReplicationError.fileSystem("cannot read \(path)") }
             if count == 0 { break }
-            try Self.writeAll(output, buffer[..<count], path: destination)
+            try buffer.withUnsafeBytes {
+                try writeFully(output, UnsafeRawBufferPointer(rebasing: $0[..<count]), at: nil, path: destination)
+            }
             done += Int64(count)
             progress?(done)
         }
@@ -109,7 +113,7 @@ public struct FolderReplicaStore: ReplicaStore {
         let rootURL = URL(fileURLWithPath: root, isDirectory: true)
         guard let enumerator = FileManager.default.enumerator(
             at: rootURL, includingPropertiesForKeys: [.isRegularFileKey, .fileSizeKey], options: [])
-        else { throw Self.fileError("cannot list \(root)") }
+        else { throw ReplicationError.fileSystem("cannot list \(root)") }
         let rootPath = rootURL.standardizedFileURL.path
         for case let url as URL in enumerator {
             let values = try? url.resourceValues(forKeys: [.isRegularFileKey, .fileSizeKey])
@@ -128,7 +132,7 @@ public struct FolderReplicaStore: ReplicaStore {
     public func delete(_ keys: [String]) async throws {
         for key in keys {
             let path = try self.path(of: key)
-            if unlink(path) != 0 && errno != ENOENT { throw Self.fileError("cannot remove \(path)") }
+            if unlink(path) != 0 && errno != ENOENT { throw ReplicationError.fileSystem("cannot remove \(path)") }
         }
     }
 
@@ -169,18 +173,18 @@ public struct FolderReplicaStore: ReplicaStore {
         let name = String(path[path.index(after: path.lastIndex(of: "/") ?? path.startIndex)...])
         let temporary = folder + "/" + temporaryPrefix + name + "-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { throw fileError("cannot create \(temporary)") }
+        guard descriptor >= 0 else { throw ReplicationError.fileSystem("cannot create \(temporary)") }
         var isRenamed = false
         defer { if !isRenamed { unlink(temporary) } }
         do {
             try write(descriptor)
-            guard fsync(descriptor) == 0 else { throw fileError("cannot flush \(temporary)") }
+            guard fsync(descriptor) == 0 else { throw ReplicationError.fileSystem("cannot flush \(temporary)") }
             _ = close(descriptor)
         } catch {
             _ = close(descriptor)
             throw error
         }
-        guard rename(temporary, path) == 0 else { throw fileError("cannot rename \(temporary) to \(path)") }
+        guard rename(temporary, path) == 0 else { throw ReplicationError.fileSystem("cannot rename \(temporary) to \(path)") }
         isRenamed = true
         let folderDescriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if folderDescriptor >= 0 {
@@ -189,25 +193,9 @@ public struct FolderReplicaStore: ReplicaStore {
         }
     }
 
-    private static func writeAll(_ descriptor: CInt, _ bytes: ArraySlice<UInt8>, path: String) throws {
-        var remaining = bytes
-        while !remaining.isEmpty {
-            let written = remaining.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else {
-                throw fileError(errno == ENOSPC ? "the disk is full while writing \(path)" : "cannot write \(path)")
-            }
-            remaining = remaining.dropFirst(written)
-        }
-    }
-
     private static func readError(key: String, path: String) -> ReplicationError {
         errno == ENOENT
             ? ReplicationError(.notFound, "no object \(key) (\(path) does not exist)")
-            : fileError("cannot open \(path)")
-    }
-
-    private static func fileError(_ message: String) -> ReplicationError {
-        ReplicationError(.fileSystem, message + ": " + String(cString: strerror(errno)))
+            : ReplicationError.fileSystem("cannot open \(path)")
     }
 }

@@ -103,6 +103,10 @@ public struct ReplicationError: Error, Sendable, CustomStringConvertible {
         public static let fileSystem = Kind("fileSystem")
         /// A URL, option or argument is not valid.
         public static let invalidArgument = Kind("invalidArgument")
+        /// No key given to verify a restored database opens it.
+        public static let wrongKey = Kind("wrongKey")
+        /// A restored database opened with its key but did not pass its checks (quick_check, page HMACs).
+        public static let verificationFailed = Kind("verificationFailed")
     }
 
     /// What went wrong.

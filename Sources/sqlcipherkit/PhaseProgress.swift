@@ -9,6 +9,8 @@ struct PhaseState: Sendable, Equatable {
     var total: Int?
     /// `true` when `done` is estimated from a file's size (SQLCipher reports no progress for exports and rekeys).
     var isEstimate = false
+    /// What `done` and `total` count.
+    var unit = "pages"
 }
 
 /// Renders one progress line; pure, so tests check it without a terminal or timing.
@@ -21,7 +23,7 @@ enum ProgressLine {
             let filled = Int(fraction * Double(width))
             let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
             // Estimates (pages derived from a file's size) are marked "~" and "(estimated)".
-            line += " [\(bar)] \(state.isEstimate ? "~" : "")\(min(done, total))/\(total) pages \(Int(fraction * 100))%"
+            line += " [\(bar)] \(state.isEstimate ? "~" : "")\(min(done, total))/\(total) \(state.unit) \(Int(fraction * 100))%"
                 + (state.isEstimate ? " (estimated)" : "")
         } else {
             line += "…"

@@ -30,8 +30,17 @@ struct SQLCipherKitCommand: ParsableCommand {
             KeygenCommand.self, RotateCommand.self, VerifyCommand.self, InfoCommand.self, EncryptCommand.self,
             DecryptCommand.self, BackupCommand.self, MigrateCommand.self, ExecCommand.self, ShellCommand.self, DemoCommand.self,
             DebugProcessStateCommand.self,
-        ]
+        ] + replicationCommands
     )
+
+    /// `replicate`, `restore` and `snapshots` come with the replication product (left out of a core-only build).
+    #if canImport(SQLCipherKitReplication)
+    static let replicationCommands: [any ParsableCommand.Type] = [
+        ReplicateCommand.self, RestoreCommand.self, SnapshotsCommand.self,
+    ]
+    #else
+    static let replicationCommands: [any ParsableCommand.Type] = []
+    #endif
 
     /// Replaces ArgumentParser's entry point so usage errors exit with 2 and library errors with their own status.
     static func main() {

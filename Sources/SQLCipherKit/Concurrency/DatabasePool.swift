@@ -203,6 +203,13 @@ public final class DatabasePool: DatabaseWriter {
     /// Whether every connection of the pool enforces foreign keys (``OpenOptions/enforcesForeignKeys``).
     public var enforcesForeignKeys: Bool { coordinator.factory.options.enforcesForeignKeys }
 
+    /// Opens one more connection to the database with the pool's key and cipher settings, outside the pool: the
+    /// caller owns it and closes it. The replicator's own connection, which holds a read transaction so that no
+    /// checkpoint goes past what it has shipped, and runs the checkpoints itself.
+    package func openUnpooledConnection() throws -> Connection {
+        try coordinator.factory.open()
+    }
+
     /// The number of reader connections currently open.
     public var readerConnectionCount: Int { coordinator.openReaderCount }
 }

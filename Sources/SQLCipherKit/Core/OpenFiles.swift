@@ -6,15 +6,17 @@ import Darwin
 
 /// The database files this process has open through SQLCipherKit, counted per file (device and inode, so two
 /// paths to one file count as one file). Rekey refuses to run while another connection has the file open.
-enum OpenFiles {
-    struct FileID: Hashable, Sendable {
+package enum OpenFiles {
+    /// A file's identity: two paths with the same one are one file, and a file renamed over a path is another.
+    package struct FileID: Hashable, Sendable {
         let device: UInt64
         let inode: UInt64
     }
 
     private static let counts = Locked<[FileID: Int]>([:])
 
-    static func fileID(path: String) -> FileID? {
+    /// The identity of the file at `path` (symbolic links followed); `nil` when there is none.
+    package static func fileID(path: String) -> FileID? {
         guard !path.isEmpty else { return nil }
         var status = stat()
         guard stat(path, &status) == 0 else { return nil }

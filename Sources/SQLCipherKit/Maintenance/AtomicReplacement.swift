@@ -25,9 +25,9 @@ import Darwin
 ///
 /// The owner and group of a replaced file are kept; when this process could not give them to the new file (not
 /// root, file of another user), the replacement is refused before anything is written.
-final class AtomicReplacement {
+package final class AtomicReplacement {
     /// Whether the destination may exist.
-    enum Policy {
+    package enum Policy {
         /// The destination must not exist (or be an empty file).
         case createNew
         /// The destination is replaced when it exists.
@@ -35,11 +35,11 @@ final class AtomicReplacement {
     }
 
     /// The path the caller named.
-    let requestedDestination: String
+    package let requestedDestination: String
     /// The real file that is written (symlinks resolved).
-    let destination: String
+    package let destination: String
     /// The temporary file to write the copy into.
-    let temporaryPath: String
+    package let temporaryPath: String
 
     private let replacesExistingFile: Bool
     private let preservedMetadata: FileMetadata?
@@ -54,7 +54,7 @@ final class AtomicReplacement {
     ///   - source: The database being copied, when there is one: refused when it is the destination itself.
     ///   - policy: Whether an existing destination is replaced.
     ///   - operation: What is being written, for messages (`export`, `backup`, …).
-    init(destination: String, source: String? = nil, policy: Policy, operation: String) throws {
+    package init(destination: String, source: String? = nil, policy: Policy, operation: String) throws {
         let resolved = try Self.resolve(destination, operation: operation)
         requestedDestination = destination
         self.destination = resolved.path
@@ -96,7 +96,7 @@ final class AtomicReplacement {
     /// - Parameters:
     ///   - verify: Opens the copy (without creating it) and throws when it is not what it should be.
     ///   - beforeRename: The last check before the rename, after the copy is flushed (a throw abandons the copy).
-    func commit(verify: (String) throws -> Void, beforeRename: () throws -> Void = {}) throws {
+    package func commit(verify: (String) throws -> Void, beforeRename: () throws -> Void = {}) throws {
         precondition(!isFinished, "an atomic replacement commits once")
         do {
             try verify(temporaryPath)
@@ -136,7 +136,7 @@ final class AtomicReplacement {
     }
 
     /// Removes the temporary file and its companions.
-    func abandon() {
+    package func abandon() {
         guard !isFinished else { return }
         isFinished = true
         temporaryFile.remove()

@@ -165,16 +165,21 @@ public struct WriteAheadLogReport: Sendable, Hashable {
     static func checksum(
         _ bytes: ArraySlice<UInt8>, bigEndian: Bool, from initial: (UInt32, UInt32)
     ) -> (UInt32, UInt32) {
+        bytes.withUnsafeBytes { checksum($0, bigEndian: bigEndian, from: initial) }
+    }
+
+    /// The same over bytes in place (the replicator checks every frame it ships with it).
+    package static func checksum(
+        _ buffer: UnsafeRawBufferPointer, bigEndian: Bool, from initial: (UInt32, UInt32)
+    ) -> (UInt32, UInt32) {
         var (first, second) = initial
-        bytes.withUnsafeBytes { buffer in
-            var index = 0
-            while index + 8 <= buffer.count {
-                let word0 = buffer.loadUnaligned(fromByteOffset: index, as: UInt32.self)
-                let word1 = buffer.loadUnaligned(fromByteOffset: index + 4, as: UInt32.self)
-                first &+= (bigEndian ? UInt32(bigEndian: word0) : UInt32(littleEndian: word0)) &+ second
-                second &+= (bigEndian ? UInt32(bigEndian: word1) : UInt32(littleEndian: word1)) &+ first
-                index += 8
-            }
+        var index = 0
+        while index + 8 <= buffer.count {
+            let word0 = buffer.loadUnaligned(fromByteOffset: index, as: UInt32.self)
+            let word1 = buffer.loadUnaligned(fromByteOffset: index + 4, as: UInt32.self)
+            first &+= (bigEndian ? UInt32(bigEndian: word0) : UInt32(littleEndian: word0)) &+ second
+            second &+= (bigEndian ? UInt32(bigEndian: word1) : UInt32(littleEndian: word1)) &+ first
+            index += 8
         }
         return (first, second)
     }

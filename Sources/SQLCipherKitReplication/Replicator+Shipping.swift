@@ -1,0 +1,139 @@
+import Foundation
+import SQLCipherKit
+
+extension Replicator {
+    /// Uploads the committed frames after the shipped position, in segments, streamed from the log file (the pin
+    /// keeps them there). Ends the generation when the log does not continue it.
+    func ship() async throws {
+        guard let database else { return }
+        let scanStartedAt = configuration.now()
+        while let current = generation {
+            let segmentLimit = configuration.segmentByteCount
+            let walPath = database.walPath
+            let found = try await onQueue { () -> (LogContinuation, WALReader.CommittedRun?) in
+                guard let file = try ReadOnlyFile(path: walPath) else {
+                    return (LogContinuation.decide(
+                        header: nil, shipped: current.position, expectsRestart: current.expectsRestart,
+                        needsHeader: current.needsLogHeader), nil)
+                }
+                let decision = LogContinuation.decide(
+                    header: try WALReader.header(of: file), shipped: current.position,
+                    expectsRestart: current.expectsRestart, needsHeader: current.needsLogHeader)
+                guard case .from(let start, let includesHeader) = decision else { return (decision, nil) }
+                return (decision, try WALReader.committedRun(
+                    in: file, after: start, includesHeader: includesHeader, maximumBytes: segmentLimit, readTwice: true))
+            }
+            switch found {
+            case (.broken(let reason), _):
+                await breakContinuity(reason)
+                try await startGeneration()
+                continue
+            case (.from(_, let includesHeader), let run?):
+                let milliseconds = configuration.now().milliseconds
+                let key = ReplicaLayout.segmentKey(
+                    current.name, index: current.nextIndex, milliseconds: milliseconds, startsLog: includesHeader,
+                    sha256: run.sha256)
+                try await store.put(key, file: walPath, offset: run.offset, length: run.length, progress: nil)
+                recordShipped(key: key, byteCount: run.length, end: run.end)
+            default:
+                caughtUpAt = scanStartedAt
+                return
+            }
+        }
+    }
+
+    /// Records a segment stored (or captured) as the generation's next index.
+    func recordShipped(key: String, byteCount: Int64, end: WALPosition) {
+        guard var current = generation else { return }
+        let index = current.nextIndex
+        current.nextIndex += 1
+        current.position = end
+        current.expectsRestart = false
+        current.needsLogHeader = false
+        generation = current
+        statusValue.shippedByteCount += byteCount
+        metrics.shippedBytes.increment(by: Int(byteCount))
+        if let pending = current.pendingSnapshot, pending.log.isSameLog(as: end), end.frame >= pending.frame {
+            // The snapshot copied at the generation's start serves restore points from here on.
+            generation?.pendingSnapshot = nil
+            generation?.pendingSnapshotIndex = index
+        }
+    }
+
+    /// Uploads the segments captured under the write lock, in order.
+    func uploadCaptured() async throws {
+        while let next = captured.first {
+            try await store.put(next.key, bytes: next.bytes)
+            captured.removeFirst()
+        }
+    }
+
+    /// Checkpoints, with writes paused for a moment: reads the last committed frames into memory, ends the pin,
+    /// runs a PASSIVE checkpoint, pins again. Then stores the frames read. When the checkpoint was complete the
+    /// main file now holds exactly the database at the last index, and stays so until the next checkpoint (the new
+    /// pin holds every checkpoint back): a snapshot can be taken from it, and SQLite may restart the log.
+    func checkpointStep() async throws {
+        guard let database, let current = generation else { return }
+        let residueLimit = configuration.segmentByteCount
+        let walPath = database.walPath
+        let outcome = try await database.withWritesPaused { () -> CheckpointOutcome in
+            var residue: (run: WALReader.CommittedRun, bytes: [UInt8], startsLog: Bool)?
+            if let file = try ReadOnlyFile(path: walPath) {
+                let decision = LogContinuation.decide(
+                    header: try WALReader.header(of: file), shipped: current.position,
+                    expectsRestart: current.expectsRestart, needsHeader: current.needsLogHeader)
+                switch decision {
+                case .broken(let reason):
+                    return .broken(reason)
+                case .from(let start, let includesHeader):
+                    if let run = try WALReader.committedRun(
+                        in: file, after: start, includesHeader: includesHeader, maximumBytes: .max, readTwice: false) {
+                        guard run.length <= residueLimit else { return .tooLong }
+                        residue = (run, try file.read(count: Int(run.length), at: run.offset), includesHeader)
+                    }
+                case .nothingYet:
+                    break
+                }
+            }
+            database.unpinLocked()
+            let result = try database.checkpointLocked()
+            try database.pinLocked()
+            return .done(
+                residue: residue.map { CapturedRun(run: $0.run, bytes: $0.bytes, startsLog: $0.startsLog) },
+                isComplete: result.logFrameCount >= 0 && result.checkpointedFrameCount == result.logFrameCount)
+        }
+        switch outcome {
+        case .broken(let reason):
+            await breakContinuity(reason)
+        case .tooLong:
+            // Many frames came in since the last ship: ship them first, checkpoint at the next sync.
+            return
+        case .done(let residue, let isComplete):
+            if let residue {
+                let key = ReplicaLayout.segmentKey(
+                    current.name, index: current.nextIndex, milliseconds: configuration.now().milliseconds,
+                    startsLog: residue.startsLog, sha256: residue.run.sha256)
+                captured.append(CapturedSegment(key: key, bytes: residue.bytes))
+                recordShipped(key: key, byteCount: residue.run.length, end: residue.run.end)
+            }
+            guard var updated = generation else { return }
+            updated.lastCheckpointAt = configuration.now()
+            updated.expectsRestart = isComplete && updated.position != nil
+            updated.frozenAt = isComplete ? (updated.nextIndex - 1, updated.position) : nil
+            generation = updated
+            try await uploadCaptured()
+        }
+    }
+
+    struct CapturedRun: Sendable {
+        let run: WALReader.CommittedRun
+        let bytes: [UInt8]
+        let startsLog: Bool
+    }
+
+    enum CheckpointOutcome: Sendable {
+        case broken(String)
+        case tooLong
+        case done(residue: CapturedRun?, isComplete: Bool)
+    }
+}

@@ -1,0 +1,119 @@
+import CoreMetrics
+import Foundation
+import Logging
+
+/// How a ``Replicator`` ships, checkpoints, snapshots and rides out an outage of its store.
+public struct ReplicatorConfiguration: Sendable {
+    /// How often ``Replicator/run()`` ships new commits (Litestream's default too). A commit is in the replica at
+    /// most about this long, plus the upload, after it was made.
+    public var syncInterval: Duration
+    /// The replicator checkpoints once the log holds this many shipped frames (SQLite's own automatic checkpoint
+    /// threshold, which the replicator replaces).
+    public var checkpointFrameCount: Int
+    /// …or when it holds any and the last checkpoint is this old.
+    public var checkpointInterval: Duration
+    /// A new snapshot is taken when the last one is this old (a restore applies every segment since the snapshot
+    /// it starts from); `nil` takes one per generation only.
+    public var snapshotInterval: Duration?
+    /// What the replica keeps; applied after each snapshot. `nil` keeps everything.
+    public var retention: ReplicaRetention?
+    /// While the store fails, the log grows (nothing is checkpointed before it is shipped). Past this size the
+    /// replicator gives up continuity: it checkpoints, records a gap, and starts a new generation once the store is
+    /// back. The database keeps serving throughout.
+    public var maximumWALByteCount: Int64
+    /// Log segments are cut at the first commit past this size (a single larger transaction makes one larger
+    /// segment).
+    public var segmentByteCount: Int64
+    /// Snapshots are stored in parts of this size (memory in use while one is uploaded or restored).
+    public var snapshotPartByteCount: Int
+    /// The longest wait between retries while the store fails (the wait doubles from ``syncInterval``).
+    public var maximumRetryInterval: Duration
+    /// How long ``Replicator/stop()`` may spend shipping what is left.
+    public var shutdownTimeout: Duration
+    /// As a sidecar: how long the replicator waits for the other process's writer when it takes the write lock.
+    public var busyTimeout: Duration
+    /// Where shipping, gaps, new generations and failures are reported (never key material).
+    public var logger: Logger
+    /// The `database` dimension of every metric: a name, not a path.
+    public var metricsName: String
+    /// The metrics backend; by default the one bootstrapped with `MetricsSystem.bootstrap`.
+    public var metricsFactory: any MetricsFactory
+    /// The clock for the times recorded in the replica and for ages (tests give their own).
+    public var now: @Sendable () -> Date
+
+    /// Creates a configuration.
+    public init(
+        syncInterval: Duration = .seconds(1),
+        checkpointFrameCount: Int = 1000,
+        checkpointInterval: Duration = .seconds(60),
+        snapshotInterval: Duration? = .seconds(24 * 3600),
+        retention: ReplicaRetention? = ReplicaRetention(),
+        maximumWALByteCount: Int64 = 256 << 20,
+        segmentByteCount: Int64 = 16 << 20,
+        snapshotPartByteCount: Int = 16 << 20,
+        maximumRetryInterval: Duration = .seconds(60),
+        shutdownTimeout: Duration = .seconds(30),
+        busyTimeout: Duration = .seconds(5),
+        logger: Logger = Logger(label: "sqlcipherkit.replication"),
+        metricsName: String = "default",
+        metricsFactory: any MetricsFactory = MetricsSystem.factory,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.syncInterval = syncInterval
+        self.checkpointFrameCount = checkpointFrameCount
+        self.checkpointInterval = checkpointInterval
+        self.snapshotInterval = snapshotInterval
+        self.retention = retention
+        self.maximumWALByteCount = maximumWALByteCount
+        self.segmentByteCount = segmentByteCount
+        self.snapshotPartByteCount = snapshotPartByteCount
+        self.maximumRetryInterval = maximumRetryInterval
+        self.shutdownTimeout = shutdownTimeout
+        self.busyTimeout = busyTimeout
+        self.logger = logger
+        self.metricsName = metricsName
+        self.metricsFactory = metricsFactory
+        self.now = now
+    }
+}
+
+/// Where a ``Replicator`` stands.
+public struct ReplicationStatus: Sendable, Hashable {
+    /// The generation being written; `nil` before the first one, and during a gap.
+    public var generation: String?
+    /// The last restore point shipped in it.
+    public var lastIndex: Int?
+    /// When a sync last succeeded.
+    public var lastSuccessfulSync: Date?
+    /// How long commits have been waiting to be shipped: 0 when the last sync found nothing left.
+    public var lag: Duration
+    /// Committed frames not yet in the replica (counted when a sync failed or stopped early).
+    public var unshippedFrameCount: Int
+    /// Syncs failed in a row.
+    public var consecutiveFailureCount: Int
+    /// The last failure's message.
+    public var lastError: String?
+    /// Gaps recorded since the replicator started (the log outgrew ``ReplicatorConfiguration/maximumWALByteCount``
+    /// while the store failed).
+    public var gapCount: Int
+    /// Bytes shipped since the replicator started.
+    public var shippedByteCount: Int64
+
+    /// Nothing shipped yet.
+    public init() {
+        generation = nil
+        lastIndex = nil
+        lastSuccessfulSync = nil
+        lag = .zero
+        unshippedFrameCount = 0
+        consecutiveFailureCount = 0
+        lastError = nil
+        gapCount = 0
+        shippedByteCount = 0
+    }
+
+    /// Whether commits have waited longer than `threshold` (for a health check).
+    public func isLagging(over threshold: Duration) -> Bool {
+        lag > threshold
+    }
+}

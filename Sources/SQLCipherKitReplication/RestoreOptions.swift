@@ -1,0 +1,82 @@
+import Foundation
+import SQLCipherKit
+
+/// Which state of the database a restore writes.
+public enum RestoreTarget: Sendable, Hashable {
+    /// The last restore point of the newest generation.
+    case latest
+    /// The last restore point whose time is at or before the date: no commit made after it is included (commits
+    /// made shortly before it may be missing: the replica knows the time its log segments were read, not each
+    /// commit's).
+    case time(Date)
+    /// The last restore point of the generation named.
+    case generation(String)
+    /// One restore point: a generation and an index in it (as `sqlcipherkit snapshots` lists them).
+    case point(generation: String, index: Int)
+}
+
+/// A key to try on a restored database, and what to call it in reports (never the key itself).
+public struct VerificationKey: Sendable {
+    /// How reports name it (`--key-file notes.key`, `the old key`).
+    public var name: String
+    /// The key.
+    public var key: EncryptionKey
+    /// The cipher settings it opens the database with. For a database with a plaintext header the replica's salt
+    /// is used when these carry none.
+    public var settings: CipherSettings
+
+    /// Creates a key to verify with.
+    public init(name: String, key: EncryptionKey, settings: CipherSettings = .engineDefault) {
+        self.name = name
+        self.key = key
+        self.settings = settings
+    }
+}
+
+/// How a restore writes and checks the new file.
+public struct RestoreOptions: Sendable {
+    /// Replace the destination when it exists (through the library's atomic replacement: the old file stays whole
+    /// until the new one is complete, flushed and verified). Off by default: an existing file is never touched.
+    public var replacesExisting: Bool
+    /// Keys to open the restored file with before it is put in place: the first that opens it must pass
+    /// `quick_check` (and `cipher_integrity_check` on SQLCipher 4.2+). Empty: no key is needed, none is used.
+    public var verificationKeys: [VerificationKey]
+    /// Called as bytes are written (from the restoring task).
+    public var progress: (@Sendable (RestoreProgress) -> Void)?
+
+    /// Creates options.
+    public init(
+        replacesExisting: Bool = false, verificationKeys: [VerificationKey] = [],
+        progress: (@Sendable (RestoreProgress) -> Void)? = nil
+    ) {
+        self.replacesExisting = replacesExisting
+        self.verificationKeys = verificationKeys
+        self.progress = progress
+    }
+}
+
+/// How far a restore is.
+public struct RestoreProgress: Sendable, Hashable {
+    /// Bytes of snapshot parts and log segments downloaded and checked so far.
+    public let completedByteCount: Int64
+    /// Their total.
+    public let totalByteCount: Int64
+}
+
+/// What a restore wrote.
+public struct RestoreReport: Sendable {
+    /// The restore point written.
+    public let point: RestorePoint
+    /// The file written (symlinks resolved).
+    public let path: String
+    /// Its size.
+    public let byteCount: Int64
+    /// The snapshot it started from.
+    public let snapshotIndex: Int
+    /// The log segments applied on top of it.
+    public let segmentCount: Int
+    /// The name of the key that opened it, when keys were given.
+    public let verifiedWith: String?
+    /// Its checks with that key.
+    public let integrity: IntegrityReport?
+}

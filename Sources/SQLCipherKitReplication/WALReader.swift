@@ -1,0 +1,128 @@
+/// Reads the committed frames of a write-ahead log as raw bytes, checked as SQLite checks them (salts and running
+/// checksums), without a key and without SQLite.
+enum WALReader {
+    /// A run of whole transactions in the log file: the bytes from `offset` (the log's header included when the run
+    /// starts the log), the position after its last commit frame, and the SHA-256 of those bytes.
+    struct CommittedRun: Sendable {
+        let start: WALPosition
+        let end: WALPosition
+        let offset: Int64
+        let length: Int64
+        let sha256: String
+
+        var frameCount: Int { Int(end.frame - start.frame) }
+    }
+
+    /// The log's header, or `nil` when the file is missing, shorter than a header, or its header does not check
+    /// out (not written yet, or torn).
+    static func header(of file: ReadOnlyFile) throws -> WALFormat.Header? {
+        let bytes = try file.read(count: WALFormat.headerSize, at: 0)
+        return bytes.withUnsafeBytes { WALFormat.Header($0) }
+    }
+
+    /// The committed frames after `position`, up to about `maximumBytes` (at least one transaction, however large).
+    ///
+    /// The writer may be appending while this reads. SQLite rewrites the frames of a transaction that is not yet
+    /// committed in place (a page written twice) and then recomputes their checksums, so a commit frame can look
+    /// valid for a moment over pages that are about to change. With `readTwice` the frames are read a second time
+    /// and only the transactions whose checksums agree in both reads are returned: such a commit frame was written
+    /// after every in-place rewrite of its transaction.
+    ///
+    /// - Parameters:
+    ///   - position: Where to start; must be in the file's current log (the caller checked its header).
+    ///   - includesHeader: Whether the run starts with the log's 32-byte header (`position` is at frame 0).
+    /// - Returns: `nil` when no whole transaction follows `position`.
+    static func committedRun(
+        in file: ReadOnlyFile, after position: WALPosition, includesHeader: Bool, maximumBytes: Int64,
+        readTwice: Bool
+    ) throws -> CommittedRun? {
+        var commits: [UInt32: WALFormat.Checksum]?
+        if readTwice {
+            var seen: [UInt32: WALFormat.Checksum] = [:]
+            guard try walk(file, from: position, maximumBytes: maximumBytes, hasher: nil, onCommit: { end, _ in
+                seen[end.frame] = end.checksum
+                return true
+            }) != nil else { return nil }
+            commits = seen
+        }
+        let hasher = SHA256()
+        if includesHeader {
+            let header = try file.read(count: WALFormat.headerSize, at: 0)
+            guard header.count == WALFormat.headerSize,
+                  header.withUnsafeBytes({ WALFormat.Header($0) }).map(position.isIn) == true
+            else { return nil }
+            hasher.update(header)
+        }
+        var agreed: (end: WALPosition, digest: SHA256)?
+        _ = try walk(file, from: position, maximumBytes: maximumBytes, hasher: hasher) { end, _ in
+            if let commits, commits[end.frame] != end.checksum { return false }
+            agreed = (end, hasher.copy())
+            return true
+        }
+        guard let agreed else { return nil }
+        let offset = includesHeader ? 0 : position.endOffset
+        return CommittedRun(
+            start: position, end: agreed.end, offset: offset, length: agreed.end.endOffset - offset,
+            sha256: agreed.digest.finishHex())
+    }
+
+    /// The position after the log's last commit frame following `position` (no hashing); `nil` when there is none.
+    static func lastCommit(in file: ReadOnlyFile, after position: WALPosition) throws -> WALPosition? {
+        try walk(file, from: position, maximumBytes: .max, hasher: nil) { _, _ in true }
+    }
+
+    /// The position after the commit frame whose running checksum is `checksum`; `nil` when no commit frame after
+    /// `position` has it.
+    static func commit(
+        in file: ReadOnlyFile, after position: WALPosition, withChecksum checksum: WALFormat.Checksum
+    ) throws -> WALPosition? {
+        var found: WALPosition?
+        _ = try walk(file, from: position, maximumBytes: .max, hasher: nil) { end, _ in
+            if end.checksum == checksum { found = end }
+            return found == nil
+        }
+        return found
+    }
+
+    /// Every valid frame after `position`, in order, until the first invalid one or the first commit at or past
+    /// `maximumBytes`; calls `onCommit` at each commit frame with the position after it (and the hasher, which has
+    /// seen every frame up to it), and stops when it returns `false`.
+    ///
+    /// - Returns: The position after the last commit frame accepted, `nil` when there was none.
+    private static func walk(
+        _ file: ReadOnlyFile, from position: WALPosition, maximumBytes: Int64, hasher: SHA256?,
+        onCommit: (WALPosition, SHA256?) -> Bool
+    ) throws -> WALPosition? {
+        let frameSize = position.frameSize
+        let framesPerRead = max(1, (1 << 20) / frameSize)
+        var buffer = [UInt8](repeating: 0, count: framesPerRead * frameSize)
+        var running = position
+        var lastCommit: WALPosition?
+        var offset = position.endOffset
+        let limit = maximumBytes >= Int64.max - position.endOffset ? Int64.max : position.endOffset + max(maximumBytes, 1)
+        while true {
+            let read = try buffer.withUnsafeMutableBytes { try file.read(into: $0, count: $0.count, at: offset) }
+            let frameCount = read / frameSize
+            if frameCount == 0 { return lastCommit }
+            for index in 0..<frameCount {
+                let keepGoing: Bool = buffer.withUnsafeBytes { bytes in
+                    let frame = UnsafeRawBufferPointer(rebasing: bytes[(index * frameSize)..<((index + 1) * frameSize)])
+                    guard let (header, checksum) = WALFormat.validate(frame: frame, at: running) else { return false }
+                    hasher?.update(frame)
+                    running.frame += 1
+                    running.checksum = checksum
+                    if header.isCommit {
+                        running.databasePageCount = header.databasePageCountAfterCommit
+                        guard onCommit(running, hasher) else { return false }
+                        lastCommit = running
+                        if running.endOffset >= limit { return false }
+                    }
+                    return true
+                }
+                if !keepGoing { return lastCommit }
+            }
+            if frameCount < framesPerRead { return lastCommit }
+            offset += Int64(frameCount * frameSize)
+        }
+    }
+}

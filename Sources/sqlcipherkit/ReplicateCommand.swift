@@ -1,0 +1,170 @@
+#if canImport(SQLCipherKitReplication)
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import SQLCipherKit
+import SQLCipherKitReplication
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `sqlcipherkit replicate`: the sidecar replicator (``Replicator/init(databasePath:keyProvider:cipherSettings:store:configuration:)``).
+struct ReplicateCommand: OperatorCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replicate",
+        abstract: "Ship an encrypted database continuously to a replica, until SIGTERM.",
+        discussion: """
+            Runs next to the service that writes the database (which must be in WAL mode): every --sync-interval \
+            it uploads the new log frames, as they are on disk (encrypted: nothing is decrypted, the key is used \
+            only to hold a read transaction), checkpoints once they are shipped, and keeps a snapshot of the file \
+            per --snapshot-interval. Its read transaction keeps the service's own checkpoints from copying frames \
+            it has not shipped (a TRUNCATE or RESTART checkpoint of the service then reports busy). On SIGTERM or \
+            SIGINT it ships what is left (within --shutdown-timeout), says up to which restore point, and exits. \
+            Store failures are logged and retried; the database is never blocked by them. See Docs/Replication.md.
+
+            Example:
+              sqlcipherkit replicate notes.db --key-file notes.key --to file:///mnt/replica/notes
+              sqlcipherkit replicate notes.db --key-env NOTES_KEY --to file:///mnt/replica/notes --sync-interval 5s
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The database (in WAL mode).", valueName: "database"))
+    var database: String
+
+    @Option(name: .customLong("to"), help: ArgumentHelp("The replica: file:///path or s3://BUCKET/PREFIX.", valueName: "url"))
+    var replica: String
+
+    @OptionGroup(title: "Replica")
+    var replicaOptions: ReplicaOptions
+
+    @Option(help: ArgumentHelp("How often new commits are shipped (500ms, 1s, 1m…).", valueName: "duration"))
+    var syncInterval = DurationArgument(argument: "1s")!
+
+    @Option(help: ArgumentHelp("How often a new snapshot is taken (24h by default).", valueName: "duration"))
+    var snapshotInterval = DurationArgument(argument: "24h")!
+
+    @Option(help: ArgumentHelp("Snapshots older than this are removed, with what only they need (7d).", valueName: "duration"))
+    var retention = DurationArgument(argument: "7d")!
+
+    @Option(help: ArgumentHelp("Keep at most this many snapshots (no limit by default).", valueName: "count"))
+    var retainSnapshots: Int?
+
+    @Option(help: ArgumentHelp("How long shipping what is left may take at shutdown.", valueName: "duration"))
+    var shutdownTimeout = DurationArgument(argument: "30s")!
+
+    @OptionGroup(title: "Key")
+    var key: KeyOptions
+
+    @OptionGroup(title: "Cipher settings")
+    var cipher: CipherOptions
+
+    @OptionGroup(title: "Output")
+    var output: OutputOptions
+
+    var cipherOptionsForRun: CipherOptions? { cipher }
+
+    func validate() throws {
+        try validateReplicaURL(replica)
+        guard syncInterval.duration > .zero else { throw ValidationError("--sync-interval must be more than 0") }
+        if let retainSnapshots, retainSnapshots < 1 {
+            throw ValidationError("--retain-snapshots must be at least 1, not \(retainSnapshots)")
+        }
+    }
+
+    func run() throws {
+        let key = try key.loadKey()
+        let settings = try cipher.settings(for: key)
+        guard FileFacts.isNonEmptyFile(database) else {
+            throw CommandFailure("\(database) does not exist or is empty; nothing to replicate", kind: "missingFile")
+        }
+        let store = try replicaOptions.store(replica)
+        var logger = Logger(label: "sqlcipherkit.replicate") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = .notice
+        let configuration = ReplicatorConfiguration(
+            syncInterval: syncInterval.duration, snapshotInterval: snapshotInterval.duration,
+            retention: ReplicaRetention(maximumAge: retention.duration, maximumSnapshotCount: retainSnapshots),
+            shutdownTimeout: shutdownTimeout.duration, logger: logger)
+        let replicator = Replicator(
+            databasePath: database, keyProvider: .fixed(key), cipherSettings: settings, store: store,
+            configuration: configuration)
+        let stopRequests = StopSignals()
+        let database = database
+        let replica = replica
+        let summary = try waitFor { () async throws -> ReplicationSummary in
+            do {
+                try await replicator.start()
+                let first = try await replicator.syncNow()
+                Output.message(
+                    "replicating \(database) to \(replica): generation \(first.generation ?? "none"), index"
+                        + " \(first.lastIndex ?? 0); SIGTERM or SIGINT ships what is left and stops")
+                let task = Task { try await replicator.run() }
+                await stopRequests.wait()
+                task.cancel()
+                try await task.value
+                let status = await replicator.status
+                return ReplicationSummary(database: database, replica: replica, status: status)
+            } catch let error as ReplicationError {
+                try? await replicator.stop()
+                throw commandFailure(for: error)
+            }
+        }
+        Output.setJSONResult(summary)
+        if !Output.isJSON {
+            Output.result(
+                "stopped: \(database) shipped to \(replica) up to generation \(summary.generation ?? "none"), index"
+                    + " \(summary.lastIndex.map(String.init) ?? "none")"
+                    + (summary.unshippedFrameCount > 0 ? " (\(summary.unshippedFrameCount) frames not shipped)" : ""))
+        }
+    }
+}
+
+/// What `replicate --json` reports when it stops.
+struct ReplicationSummary: Encodable, Sendable {
+    let database: String
+    let replica: String
+    let generation: String?
+    let lastIndex: Int?
+    let shippedBytes: Int64
+    let unshippedFrameCount: Int
+    let gapCount: Int
+    let lastSuccessfulSync: String?
+
+    init(database: String, replica: String, status: ReplicationStatus) {
+        self.database = database
+        self.replica = replica
+        generation = status.generation
+        lastIndex = status.lastIndex
+        shippedBytes = status.shippedByteCount
+        unshippedFrameCount = status.unshippedFrameCount
+        gapCount = status.gapCount
+        lastSuccessfulSync = status.lastSuccessfulSync?.replicaText
+    }
+}
+
+/// SIGTERM and SIGINT turned into a stop request: the replicator ships what is left instead of dying mid-upload.
+///
+/// `@unchecked Sendable`: the signal sources are only kept alive here, never touched after `init`.
+final class StopSignals: @unchecked Sendable {
+    private let sources: [any DispatchSourceSignal]
+    private let requested = AsyncStream<Void>.makeStream()
+
+    init() {
+        let continuation = requested.continuation
+        sources = [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { continuation.yield() }
+            source.resume()
+            return source
+        }
+    }
+
+    /// Returns at the first signal.
+    func wait() async {
+        for await _ in requested.stream { return }
+    }
+}
+#endif

@@ -1,0 +1,160 @@
+import Foundation
+import SQLCipherKit
+@testable import SQLCipherKitReplication
+import SQLCipherKitTestSupport
+import Testing
+
+@Suite("Generations and continuity")
+struct ContinuityTests {
+    @Test("a rekey starts a new generation; the old one restores with the old key only, and says so with the new one")
+    func rekeyStartsGeneration() async throws {
+        let fixture = try ReplicationFixture()
+        try await fixture.insert(8)
+        try await fixture.sync()
+        let before = (try await fixture.lastPoint(), try fixture.checkpointedCopy())
+        let newKey = try EncryptionKey.generateRaw()
+        try await fixture.replicator.withReplicationPaused {
+            try fixture.pool.rekey(to: .fixed(newKey))
+        }
+        try await fixture.insert(4)
+        try await fixture.sync()
+        let catalog = try await fixture.replica.catalog()
+        #expect(catalog.generations.count == 2)
+        let second = try #require(catalog.generations.last)
+        #expect(second.reason?.contains("does not continue") == true)
+
+        let oldKey = VerificationKey(name: "the old key", key: fixture.key, settings: fixture.settings)
+        let rotatedKey = VerificationKey(name: "the new key", key: newKey, settings: fixture.settings)
+        let restored = try await fixture.restoredBytes(
+            before.0, options: RestoreOptions(verificationKeys: [rotatedKey, oldKey]))
+        #expect(restored == before.1)
+        let destination = fixture.directory.path("old-generation.db")
+        let error = await #expect(throws: ReplicationError.self) {
+            _ = try await fixture.replica.restore(
+                to: destination, at: before.0, options: RestoreOptions(verificationKeys: [rotatedKey]))
+        }
+        #expect(error?.kind == .wrongKey)
+        #expect(error?.message.contains("the new key") == true)
+        #expect(error?.message.contains("verify with the key it had then") == true)
+        #expect(!FileManager.default.fileExists(atPath: destination))
+
+        let report = try await fixture.replica.restore(
+            to: fixture.directory.path("new-generation.db"), at: .latest,
+            options: RestoreOptions(verificationKeys: [oldKey, rotatedKey]))
+        #expect(report.verifiedWith == "the new key")
+        #expect(report.point.generation == second.name)
+        await fixture.close()
+    }
+
+    @Test("a log checkpointed and restarted while the replicator was stopped starts a new generation")
+    func restartNotSeen() async throws {
+        let fixture = try ReplicationFixture()
+        try await fixture.insert(5)
+        try await fixture.sync()
+        let first = try #require(await fixture.replicator.status.generation)
+        try await fixture.replicator.stop()
+        try await fixture.insert(5)
+        _ = try await fixture.pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        try await fixture.insert(5)
+        try await fixture.sync()
+        let status = await fixture.replicator.status
+        #expect(status.generation != first)
+        #expect(try await fixture.restoredBytes(.latest) == (try fixture.checkpointedCopy()))
+        await fixture.close()
+    }
+
+    @Test("a replicator started again goes on with the generation when the log still holds its last shipped frame")
+    func resumes() async throws {
+        let fixture = try ReplicationFixture()
+        try await fixture.sync()
+        try await fixture.insert(5)
+        try await fixture.sync()
+        let first = await fixture.replicator.status
+        #expect(first.lastIndex == 1)
+        try await fixture.replicator.stop()
+        try await fixture.insert(5)
+        try await fixture.sync()
+        let second = await fixture.replicator.status
+        #expect(second.generation == first.generation)
+        #expect(second.lastIndex == (first.lastIndex ?? -10) + 1)
+        #expect(try await fixture.restoredBytes(.latest) == (try fixture.checkpointedCopy()))
+        await fixture.close()
+    }
+
+    @Test("while the replicator runs, another connection's checkpoint copies nothing it has not shipped into the main file")
+    func pinHoldsCheckpointsBack() async throws {
+        let fixture = try ReplicationFixture()
+        try await fixture.insert(5)
+        try await fixture.sync()
+        let mainFile = try fileBytes(fixture.databasePath)
+        try await fixture.insert(20)
+        let result = try await fixture.pool.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+        #expect(result.checkpointedFrameCount < result.logFrameCount)
+        #expect(try fileBytes(fixture.databasePath) == mainFile)
+        try await fixture.sync()
+        #expect(try await fixture.restoredBytes(.latest) == (try fixture.checkpointedCopy()))
+        await fixture.close()
+    }
+
+    @Test("the replicator refuses a plaintext database: its replica would hold the rows as they are")
+    func refusesPlaintext() async throws {
+        try await withTemporaryDirectory { folder in
+            let pool = try DatabasePool.unencrypted(path: folder.path("plain.db"))
+            try await pool.write { db in try db.execute("CREATE TABLE t(x)") }
+            let replicator = Replicator(pool: pool, store: try FolderReplicaStore(root: folder.path("replica")))
+            let error = await #expect(throws: ReplicationError.self) { try await replicator.start() }
+            #expect(error?.kind == .invalidArgument)
+            #expect(try folderEntries(folder.path("replica")).isEmpty)
+            pool.close()
+        }
+    }
+
+    @Test("as a sidecar it ships what another process writes, and its restore equals the source")
+    func sidecar() async throws {
+        try await withTemporaryDirectory { folder in
+            let path = folder.path("service.db")
+            let key = try EncryptionKey.generateRaw()
+            let keyFile = folder.path("service.key")
+            try key.write(toKeyFile: keyFile)
+            let setup = try Connection(path: path, key: key)
+            _ = try setup.scalar("PRAGMA journal_mode = WAL", as: String.self)
+            try setup.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, body TEXT)")
+            setup.close()
+            let store = try FolderReplicaStore(root: folder.path("replica"))
+            let replicator = Replicator(
+                databasePath: path, keyProvider: .fixed(key), store: store,
+                configuration: ReplicatorConfiguration(snapshotInterval: nil, retention: nil))
+            try await replicator.syncNow()
+            // Another process writes: the command-line tool, one transaction per run.
+            for round in 1...3 {
+                let status = try runTool(["exec", path, "--key-file", keyFile,
+                                          "INSERT INTO t(body) VALUES ('\(plaintextMarker) \(round)')"])
+                #expect(status == 0)
+                try await replicator.syncNow()
+            }
+            let expected = try checkpointedCopy(of: path, key: key, in: folder)
+            let restored = folder.path("restored.db")
+            _ = try await Replica(store: store).restore(to: restored, at: .latest)
+            #expect(try fileBytes(restored) == expected)
+            let rows = try Connection(path: restored, key: key)
+            #expect(try rows.scalar("SELECT count(*) FROM t", as: Int.self) == 3)
+            rows.close()
+            let generation = try #require(try await Replica(store: store).catalog().generations.first)
+            #expect(generation.segments.count == 3)
+            try await replicator.stop()
+        }
+    }
+}
+
+/// Runs the `sqlcipherkit` binary built beside the tests and waits for it.
+func runTool(_ arguments: [String]) throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        .appendingPathComponent("sqlcipherkit")
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    return process.terminationStatus
+}

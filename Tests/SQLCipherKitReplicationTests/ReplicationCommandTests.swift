@@ -1,0 +1,134 @@
+import Foundation
+import SQLCipherKit
+@testable import SQLCipherKitReplication
+import SQLCipherKitTestSupport
+import Testing
+@testable import sqlcipherkit
+
+/// Runs `sqlcipherkit` in this process, on a thread of its own (the commands wait for async work, which must not
+/// hold one of Swift's cooperative threads), capturing its output.
+private func runCommand(_ arguments: [String]) async -> (status: Int32, output: String, error: String) {
+    await withCheckedContinuation { continuation in
+        Thread {
+            let capture = OutputCapture()
+            let status = Output.$capture.withValue(capture) { SQLCipherKitCommand.run(arguments: arguments) }
+            continuation.resume(returning: (status.rawValue, capture.standardOutput, capture.standardError))
+        }.start()
+    }
+}
+
+private func json(_ text: String) throws -> [String: Any] {
+    try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+}
+
+@Suite("The replicate, restore and snapshots commands")
+struct ReplicationCommandTests {
+    @Test("snapshots --json lists the generation and its restore points; restore --json writes the newest, verified")
+    func snapshotsAndRestore() async throws {
+        let fixture = try ReplicationFixture()
+        try await fixture.insert(4)
+        try await fixture.sync()
+        try await fixture.insert(4)
+        try await fixture.sync()
+        let expected = try fixture.checkpointedCopy()
+        let url = "file://" + fixture.store.root
+        let listing = await runCommand(["snapshots", url, "--json"])
+        #expect(listing.status == 0, "\(listing)")
+        let envelope = try json(listing.output)
+        let result = try #require(envelope["result"] as? [String: Any])
+        let generations = try #require(result["generations"] as? [[String: Any]])
+        #expect(generations.count == 1)
+        let latest = try #require(generations.first?["latestRestorePoint"] as? [String: Any])
+        #expect(latest["index"] as? Int == (await fixture.replicator.status.lastIndex))
+
+        let keyFile = fixture.directory.path("notes.key")
+        try fixture.key.write(toKeyFile: keyFile)
+        let destination = fixture.directory.path("restored.db")
+        let restore = await runCommand(["restore", url, destination, "--key-file", keyFile, "--json"])
+        #expect(restore.status == 0, "\(restore)")
+        let restored = try #require(try json(restore.output)["result"] as? [String: Any])
+        #expect(restored["isVerified"] as? Bool == true)
+        #expect(try fileBytes(destination) == expected)
+
+        let again = await runCommand(["restore", url, destination])
+        #expect(again.status == 1)
+        #expect(again.error.contains("exists"))
+        await fixture.close()
+    }
+
+    @Test("restore exits 3 when the key does not open the result and 4 for a damaged replica, writing nothing")
+    func failures() async throws {
+        let fixture = try ReplicationFixture()
+        try await fixture.insert(4)
+        try await fixture.sync()
+        try await fixture.insert(4)
+        try await fixture.sync()
+        let url = "file://" + fixture.store.root
+        let otherKey = fixture.directory.path("other.key")
+        try EncryptionKey.generateRaw().write(toKeyFile: otherKey)
+        let destination = fixture.directory.path("restored.db")
+        let wrongKey = await runCommand(["restore", url, destination, "--key-file", otherKey, "--json"])
+        #expect(wrongKey.status == 3, "\(wrongKey)")
+        #expect(!FileManager.default.fileExists(atPath: destination))
+
+        let segment = try #require(try fixture.objectFiles().keys.filter { $0.hasSuffix(".wal") }.sorted().last)
+        try flipByte(in: fixture.objectPath(segment), at: 64)
+        let damaged = await runCommand(["restore", url, destination])
+        #expect(damaged.status == 4, "\(damaged)")
+        #expect(damaged.error.contains(segment))
+        #expect(damaged.error.contains("last good restore point"))
+        #expect(!FileManager.default.fileExists(atPath: destination))
+        await fixture.close()
+    }
+
+    @Test("replicate runs as a sidecar until SIGTERM, ships what is left, and its replica restores to the source")
+    func replicateUntilSigterm() async throws {
+        try await withTemporaryDirectory { folder in
+            let path = folder.path("service.db")
+            let key = try EncryptionKey.generateRaw()
+            let keyFile = folder.path("service.key")
+            try key.write(toKeyFile: keyFile)
+            let pool = try DatabasePool(path: path, keyProvider: .fixed(key))
+            try await pool.write { db in try db.execute("CREATE TABLE note(id INTEGER PRIMARY KEY, body TEXT)") }
+            let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+                .appendingPathComponent("sqlcipherkit").path
+            let errorPath = folder.path("replicate.err")
+            let outputPath = folder.path("replicate.out")
+            _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+            _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = [
+                "replicate", path, "--key-file", keyFile, "--to", "file://" + folder.path("replica"),
+                "--sync-interval", "50ms",
+            ]
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+            try process.run()
+            // Synchronised on the line it prints once its first sync is done (bounded only to turn a hang into a
+            // failure).
+            let deadline = ContinuousClock.now + .seconds(120)
+            while !(try String(contentsOfFile: errorPath, encoding: .utf8)).contains("replicating"),
+                  process.isRunning, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(try String(contentsOfFile: errorPath, encoding: .utf8).contains("replicating"))
+            try await pool.write { db in
+                for id in 1...30 { try db.execute("INSERT INTO note(id, body) VALUES (?, ?)", id, plaintextMarker) }
+            }
+            process.terminate()
+            process.waitUntilExit()
+            let errors = try String(contentsOfFile: errorPath, encoding: .utf8)
+            #expect(process.terminationStatus == 0, "\(errors)")
+            #expect(try String(contentsOfFile: outputPath, encoding: .utf8).contains("stopped:"))
+            let expected = try checkpointedCopy(of: path, key: key, in: folder)
+            pool.close()
+            let restored = folder.path("restored.db")
+            _ = try await Replica(store: try FolderReplicaStore(root: folder.path("replica"))).restore(to: restored)
+            #expect(try fileBytes(restored) == expected)
+            let connection = try Connection(path: restored, key: key)
+            #expect(try connection.scalar("SELECT count(*) FROM note", as: Int.self) == 30)
+            connection.close()
+        }
+    }
+}

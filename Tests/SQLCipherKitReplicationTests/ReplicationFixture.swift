@@ -1,0 +1,156 @@
+import Foundation
+import SQLCipherKit
+@testable import SQLCipherKitReplication
+import SQLCipherKitTestSupport
+import Synchronization
+import Testing
+
+/// The text written into every row: no object of a replica may contain it.
+let plaintextMarker = "PLAINTEXT-MARKER-5c1f0e"
+
+/// A clock the test moves by hand: the times a replica records, and the ages retention measures.
+final class TestClock: Sendable {
+    private let current = Mutex(Date(timeIntervalSince1970: 1_795_000_000))
+
+    var now: Date { current.withLock { $0 } }
+
+    func advance(seconds: Double) {
+        current.withLock { $0 = $0.addingTimeInterval(seconds) }
+    }
+}
+
+/// A pool on an encrypted database in a temporary folder, a folder store, and a replicator between them, driven by
+/// `syncNow()`.
+final class ReplicationFixture: Sendable {
+    let directory: TemporaryDirectory
+    let databasePath: String
+    let key: EncryptionKey
+    let settings: CipherSettings
+    let pool: DatabasePool
+    let store: FolderReplicaStore
+    let clock = TestClock()
+    let replicator: Replicator
+    private let nextRow = Mutex(1)
+
+    init(
+        settings: CipherSettings = .engineDefault, key: EncryptionKey? = nil,
+        configure: (inout ReplicatorConfiguration) -> Void = { _ in }
+    ) throws {
+        directory = try TemporaryDirectory()
+        databasePath = directory.path("notes.db")
+        self.key = try key ?? EncryptionKey.generateRaw()
+        self.settings = settings
+        pool = try DatabasePool(
+            path: databasePath, keyProvider: .fixed(self.key),
+            configuration: DatabasePool.Configuration(settings: settings))
+        try pool.write { db in try db.execute("CREATE TABLE note(id INTEGER PRIMARY KEY, body TEXT NOT NULL)") }
+        store = try FolderReplicaStore(root: directory.path("replica"))
+        let clock = clock
+        var configuration = ReplicatorConfiguration(
+            snapshotInterval: nil, retention: nil, now: { clock.now })
+        configure(&configuration)
+        replicator = Replicator(pool: pool, store: store, configuration: configuration)
+    }
+
+    var replica: Replica { Replica(store: store) }
+
+    /// Inserts `count` rows (each a few hundred bytes of marker text) in one transaction.
+    func insert(_ count: Int) async throws {
+        let first = nextRow.withLock { value -> Int in
+            defer { value += count }
+            return value
+        }
+        try await pool.write { db in
+            for id in first..<(first + count) {
+                try db.execute(
+                    "INSERT INTO note(id, body) VALUES (?, ?)", id,
+                    String(repeating: plaintextMarker + " row \(id) ", count: 8))
+            }
+        }
+    }
+
+    /// Syncs, moving the clock a second first (so every segment has a time of its own).
+    @discardableResult
+    func sync() async throws -> ReplicationStatus {
+        clock.advance(seconds: 1)
+        return try await replicator.syncNow()
+    }
+
+    /// The source as a checkpointed file would be now: the main file and its log copied aside, the copy opened
+    /// with the key and checkpointed (SQLite, not the replica code, applies the log), its bytes read.
+    func checkpointedCopy() throws -> [UInt8] {
+        let copy = directory.path("oracle-\(UUID().uuidString).db")
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: copy + suffix) }
+        }
+        try FileManager.default.copyItem(atPath: databasePath, toPath: copy)
+        if FileManager.default.fileExists(atPath: databasePath + "-wal") {
+            try FileManager.default.copyItem(atPath: databasePath + "-wal", toPath: copy + "-wal")
+        }
+        let db = try Connection(path: copy, encryption: .key(key, settings: settingsWithSalt()))
+        try db.checkpoint(.truncate)
+        db.close()
+        return try fileBytes(copy)
+    }
+
+    /// The settings plus, for a plaintext-header database, its salt (which the file does not store).
+    func settingsWithSalt() throws -> CipherSettings {
+        var settings = settings
+        if (settings.plaintextHeaderSize ?? 0) > 0, settings.salt == nil {
+            settings.salt = try pool.read { db in try db.cipherSalt }
+        }
+        return settings
+    }
+
+    /// Restores `target` into a new file and returns its bytes (the file is removed).
+    func restoredBytes(_ target: RestoreTarget, options: RestoreOptions = RestoreOptions()) async throws -> [UInt8] {
+        let path = directory.path("restored-\(UUID().uuidString).db")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        _ = try await replica.restore(to: path, at: target, options: options)
+        return try fileBytes(path)
+    }
+
+    /// The last restore point shipped.
+    func lastPoint() async throws -> RestoreTarget {
+        let status = await replicator.status
+        return .point(generation: try #require(status.generation), index: try #require(status.lastIndex))
+    }
+
+    /// Every object file of the replica, by key.
+    func objectFiles() throws -> [String: [UInt8]] {
+        let root = store.root
+        var files: [String: [UInt8]] = [:]
+        let enumerator = FileManager.default.enumerator(atPath: root)
+        while let relative = enumerator?.nextObject() as? String {
+            var isFolder: ObjCBool = false
+            let path = root + "/" + relative
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), !isFolder.boolValue else {
+                continue
+            }
+            files[relative] = try fileBytes(path)
+        }
+        return files
+    }
+
+    /// The path of the object `key` in the folder store.
+    func objectPath(_ key: String) -> String {
+        store.root + "/" + key
+    }
+
+    func close() async {
+        try? await replicator.stop()
+        pool.close()
+    }
+}
+
+/// Flips one bit of the byte at `offset` of a file.
+func flipByte(in path: String, at offset: Int) throws {
+    var bytes = try fileBytes(path)
+    bytes[offset] ^= 0x01
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+}
+
+/// Names of files in a folder (to see that a failed restore left nothing).
+func folderEntries(_ path: String) throws -> [String] {
+    try FileManager.default.contentsOfDirectory(atPath: path).sorted()
+}
