@@ -110,7 +110,8 @@ public final class FileHolder {
         let line = output.fileHandleForReading.readData(ofLength: 8)
         guard String(decoding: line, as: UTF8.self) == "holding\n" else {
             stop()
-            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "the holder could not open \(path)"])
+            throw CocoaError(
+                .fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "the holder could not open \(path)"])
         }
     }
 

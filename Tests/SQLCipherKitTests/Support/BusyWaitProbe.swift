@@ -38,7 +38,7 @@ final class BusyWaitProbe: Sendable {
             BusyWaitProbe.watched.withLock { $0[BusyWaitProbe.currentThread] }?
                 .hasSlept.store(true, ordering: .sequentiallyConsistent)
             guard let base = BusyWaitProbe.base else { return 0 }
-            return base.pointee.xSleep(base, microseconds)
+            return base.pointee.xSleep?(base, microseconds) ?? 0
         }
         return sqlite3_vfs_register(probe, 1) == SQLITE_OK
     }()
