@@ -40,7 +40,8 @@ struct DatabaseServiceTests {
             // The service is closing (the pool refuses new work from the moment close() begins) but waits for the
             // write in flight, which cannot end before `release`.
             #expect(await suspendingWait { pool.isClosed }, "graceful shutdown never closed the pool")
-            #expect(!serviceEnded.load(ordering: .sequentiallyConsistent), "the service ended before the write in flight")
+            let endedEarly = serviceEnded.load(ordering: .sequentiallyConsistent)
+            #expect(!endedEarly, "the service ended before the write in flight")
             release.signal()
             try await write.value
             try await service.value
