@@ -22,11 +22,13 @@ struct DatabaseServiceTests {
         try await pool.write { db in try db.execute("CREATE TABLE t(x)") }
         let entered = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
-        let serviceEnded = Atomic(false)
+        /// Shared by the service's task and the test (an `Atomic` alone cannot be captured: it is not copyable).
+        final class Flag: Sendable { let isSet = Atomic(false) }
+        let serviceEnded = Flag()
         try await testGracefulShutdown { trigger in
             let service = Task {
                 try await pool.run()
-                serviceEnded.store(true, ordering: .sequentiallyConsistent)
+                serviceEnded.isSet.store(true, ordering: .sequentiallyConsistent)
             }
             let write = Task {
                 try await pool.write { db in
@@ -40,7 +42,7 @@ struct DatabaseServiceTests {
             // The service is closing (the pool refuses new work from the moment close() begins) but waits for the
             // write in flight, which cannot end before `release`.
             #expect(await suspendingWait { pool.isClosed }, "graceful shutdown never closed the pool")
-            let endedEarly = serviceEnded.load(ordering: .sequentiallyConsistent)
+            let endedEarly = serviceEnded.isSet.load(ordering: .sequentiallyConsistent)
             #expect(!endedEarly, "the service ended before the write in flight")
             release.signal()
             try await write.value
