@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SQLCipherKit
+import SQLCipherKitTestSupport
 import Synchronization
 import Testing
 
@@ -98,11 +99,11 @@ struct AsyncReadTests {
         holder.start()
         var released = false
         defer { if !released { release.signal() } }
-        try await Self.waitOffCooperativeThreads(for: started, count: 1)
+        try #require(await awaitSignal(started), "the reader was never held")
         let ran = Atomic<Int>(0)
         let waiting = Task { try await pool.read { _ in ran.add(1, ordering: .relaxed) } }
         // Cancelled once it waits for the reader (the pool says so), not after a guess at how long that takes.
-        try await Self.poll(until: { pool.readerWaiterCount == 1 })
+        try #require(await suspendingWait { pool.readerWaiterCount == 1 }, "the read never waited for the reader")
         waiting.cancel()
         let result = await waiting.result
         #expect(throws: CancellationError.self) { try result.get() }
@@ -127,35 +128,6 @@ struct AsyncReadTests {
         // The thread is no longer marked once the read is over.
         #expect(try Self.countSynchronously(pool) == 3)
         #expect(try await pool.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) } == 3)
-    }
-
-    /// Waits for `count` signals of `semaphore` on a thread of its own, so no cooperative thread (which other tests
-    /// running in parallel need) is blocked meanwhile.
-    static func waitOffCooperativeThreads(for semaphore: DispatchSemaphore, count: Int) async throws {
-        let arrived = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            Thread.detachNewThread {
-                for _ in 0..<count {
-                    // Bounded only to turn a hang into a failure.
-                    guard semaphore.wait(timeout: .now() + 300) == .success else {
-                        continuation.resume(returning: false)
-                        return
-                    }
-                }
-                continuation.resume(returning: true)
-            }
-        }
-        guard arrived else { throw DatabaseError(.invalidState, "the readers were never held") }
-    }
-
-    /// Checks `condition` until it holds, yielding between checks; fails after 300 s (a hang, not a slow machine).
-    static func poll(until condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(300)
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                throw DatabaseError(.invalidState, "the condition never held")
-            }
-            try await Task.sleep(for: .milliseconds(1))
-        }
     }
 
     /// The synchronous API, outside an async context (where the async overload would be chosen).
@@ -370,7 +342,7 @@ struct AsyncReadTests {
         }
         var released = false
         defer { if !released { for _ in 0..<2 { release.signal() } } }
-        try await Self.waitOffCooperativeThreads(for: held, count: 2)
+        for _ in 0..<2 { try #require(await awaitSignal(held), "the readers were never held") }
         let counts = Counts()
         var waiting: [Task<Void, any Error>] = []
         for _ in 0..<6 {
@@ -378,7 +350,7 @@ struct AsyncReadTests {
         }
         // Every task is queued for a reader before it is cancelled (the pool says so; no guess at how long that
         // takes). The bound only turns a hang into a failure.
-        try await Self.poll(until: { pool.readerWaiterCount == 6 })
+        try #require(await suspendingWait { pool.readerWaiterCount == 6 }, "the reads never all waited")
         for task in waiting { task.cancel() }
         // Every cancelled task finishes while both readers are still held: none waited for one.
         for task in waiting {
