@@ -8,7 +8,7 @@ struct BenchmarkOptions {
     }
 
     /// What the process does: the benchmarks, or one step of a callgrind run (see `.ci/bench-callgrind`).
-    enum Mode: Equatable {
+    enum Mode {
         case benchmarks
         /// `--prepare DIR`: make the ratio table's files in DIR (an existing folder) and exit.
         case prepare(String)

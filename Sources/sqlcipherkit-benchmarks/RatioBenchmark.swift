@@ -389,17 +389,16 @@ enum RatioBenchmark {
         let ready = DispatchSemaphore(value: 0)
         let start = DispatchSemaphore(value: 0)
         let done = DispatchGroup()
-        let results = Mutex<(sum: Int64, error: (any Error)?)>((0, nil))
+        let results = Results()
         for index in 0..<count {
             done.enter()
             DispatchQueue(label: "sqlcipherkit-benchmarks.ratio-\(index)").async {
                 ready.signal()
                 start.wait()
                 do {
-                    let sum = try body(index)
-                    results.withLock { $0.sum &+= sum }
+                    results.add(try body(index))
                 } catch {
-                    results.withLock { $0.error = error }
+                    results.fail(error)
                 }
                 done.leave()
             }
@@ -407,15 +406,13 @@ enum RatioBenchmark {
         for _ in 0..<count { ready.wait() }
         for _ in 0..<count { start.signal() }
         done.wait()
-        let (sum, error) = results.withLock { $0 }
-        if let error { throw error }
-        return sum
+        return try results.sum()
     }
 
     /// `count` tasks in a task group, each doing `countPerTask` lookups through the async `pool.read`.
     static func inTasks(_ count: Int, pool: DatabasePool, countPerTask: Int) throws -> Int64 {
         let done = DispatchSemaphore(value: 0)
-        let results = Mutex<(sum: Int64, error: (any Error)?)>((0, nil))
+        let results = Results()
         Task.detached {
             await withTaskGroup(of: Void.self) { group in
                 for index in 0..<count {
@@ -427,9 +424,9 @@ enum RatioBenchmark {
                                 let id = picker.next()
                                 checksum &+= try await pool.read { db in try PoolBenchmark.lookup(db, id: id) }
                             }
-                            results.withLock { $0.sum &+= checksum }
+                            results.add(checksum)
                         } catch {
-                            results.withLock { $0.error = error }
+                            results.fail(error)
                         }
                     }
                 }
@@ -437,9 +434,20 @@ enum RatioBenchmark {
             done.signal()
         }
         done.wait()
-        let (sum, error) = results.withLock { $0 }
-        if let error { throw error }
-        return sum
+        return try results.sum()
+    }
+
+    /// The checksums of several threads or tasks, and the first error.
+    final class Results: Sendable {
+        private let state = Mutex<(sum: Int64, error: (any Error)?)>((0, nil))
+
+        func add(_ value: Int64) { state.withLock { $0.sum &+= value } }
+        func fail(_ error: any Error) { state.withLock { if $0.error == nil { $0.error = error } } }
+        func sum() throws -> Int64 {
+            let (sum, error) = state.withLock { $0 }
+            if let error { throw error }
+            return sum
+        }
     }
 
     // MARK: - Wall clock, paired
