@@ -95,8 +95,8 @@ struct BenchmarkOptions {
           --prepare DIR    make the ratio table's files in DIR and exit (for --once)
           --once WORKLOAD --side raw|kit DIR
                            one warm-up and one measured pass of one side of one ratio row, on the files of
-                           --prepare; for callgrind: --zero-before='*measuredWorkloadPass*'
-                           --dump-after='*measuredWorkloadPass*' (.ci/bench-callgrind runs the pairs)
+                           --prepare; for callgrind (--zero-before and --dump-after the mangled name of
+                           RatioBenchmark.measuredWorkloadPass; .ci/bench-callgrind runs the pairs)
           DIRECTORY        where to create the temporary database folder (default: $TMPDIR or /tmp);
                            the folder is removed at the end
           -h, --help       show this help

@@ -12,8 +12,8 @@ import Darwin
 /// one process and on one engine, printed as SQLCipherKit / raw ratios.
 ///
 /// The same workloads run one at a time in `--once` mode (one side, one steady pass, after a warm-up pass where one
-/// makes sense) so that `valgrind --tool=callgrind --zero-before='*measuredWorkloadPass*'
-/// --dump-after='*measuredWorkloadPass*'` counts the instructions of that pass alone, every thread included
+/// makes sense) so that `valgrind --tool=callgrind --zero-before=F --dump-after=F`, with F the mangled name of
+/// ``measuredWorkloadPass(_:_:_:)``, counts the instructions of that pass alone, every thread included
 /// (`.ci/bench-callgrind` runs the pairs).
 ///
 /// The files live in one folder (`fixture`): made by ``prepare(in:rotateMegabyteCount:)`` (also `--prepare DIR`),
@@ -553,11 +553,16 @@ enum RatioBenchmark {
         print("\(workload.rawValue) \(side.rawValue): checksum \(sum)")
     }
 
-    /// The pass callgrind counts (`--zero-before` and `--dump-after` name this function).
+    /// The pass callgrind counts (`--zero-before` and `--dump-after` name this function). The store after the call
+    /// keeps it from being a tail call: callgrind would not see this function return, and would not dump.
     @inline(never)
     static func measuredWorkloadPass(_ workload: Workload, _ side: Side, _ session: Session) throws -> Int64 {
-        try run(workload, side, session)
+        let sum = try run(workload, side, session)
+        measuredPassCount.add(1, ordering: .relaxed)
+        return sum
     }
+
+    static let measuredPassCount = Atomic<Int>(0)
 }
 
 /// `SQLITE_TRANSIENT`: SQLite copies the bound text (the C macro is not imported).
