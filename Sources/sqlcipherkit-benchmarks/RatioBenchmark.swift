@@ -192,7 +192,7 @@ enum RatioBenchmark {
         private var kitFetch: Connection?
         private var pools: [Int: DatabasePool] = [:]
         private var rawReaders: [Int: [RawConnection]] = [:]
-        private var keeper: RawConnection?
+        private var keeper: Connection?
 
         init(_ fixture: Fixture) {
             self.fixture = fixture
@@ -204,6 +204,7 @@ enum RatioBenchmark {
             pools = [:]
             rawReaders = [:]
             rawFetch = nil
+            keeper?.close()
             keeper = nil
         }
 
@@ -241,10 +242,10 @@ enum RatioBenchmark {
             return readers
         }
 
-        /// A connection that holds the pool file open during the opens, as a service's writer does: no timed open
-        /// creates the WAL index, no close checkpoints.
+        /// A connection that holds the pool file open during the opens, as a service's pool writer does: no timed
+        /// open creates the WAL index, no close checkpoints. A SQLCipherKit connection, as a pool's writer is.
         func holdPoolFile() throws {
-            if keeper == nil { keeper = try RawConnection(path: fixture.poolPath, rawKeyText: fixture.keyTexts[0]) }
+            if keeper == nil { keeper = try Connection(path: fixture.poolPath, key: fixture.rawKey) }
         }
     }
 
