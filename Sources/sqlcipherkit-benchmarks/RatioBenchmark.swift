@@ -193,6 +193,7 @@ enum RatioBenchmark {
         private var pools: [Int: DatabasePool] = [:]
         private var rawReaders: [Int: [RawConnection]] = [:]
         private var keeper: Connection?
+        private var threads: [Int: WorkerThreads] = [:]
 
         init(_ fixture: Fixture) {
             self.fixture = fixture
@@ -206,6 +207,8 @@ enum RatioBenchmark {
             rawFetch = nil
             keeper?.close()
             keeper = nil
+            for workers in threads.values { workers.stop() }
+            threads = [:]
         }
 
         func raw() throws -> RawConnection {
@@ -240,6 +243,13 @@ enum RatioBenchmark {
             }
             rawReaders[count] = readers
             return readers
+        }
+
+        func workers(_ count: Int) -> WorkerThreads {
+            if let workers = threads[count] { return workers }
+            let workers = WorkerThreads(count: count)
+            threads[count] = workers
+            return workers
         }
 
         /// A connection that holds the pool file open during the opens, as a service's pool writer does: no timed
@@ -282,14 +292,14 @@ enum RatioBenchmark {
         case (.poolRead1, .raw), (.poolRead4, .raw), (.asyncRead4, .raw), (.poolRead8, .raw), (.poolRead16, .raw):
             let readers = try session.readers(workload.threadCount)
             let perThread = pointReadCount / readers.count
-            return try onThreads(readers.count) { index in
+            return try onThreads(readers.count, session) { index in
                 try rawPointReads(readers[index], seed: index, count: perThread)
             }
         case (.poolRead1, .kit), (.poolRead4, .kit), (.poolRead8, .kit), (.poolRead16, .kit):
             let pool = try session.pool(readers: workload.threadCount)
             let perThread = pointReadCount / workload.threadCount
             if workload.threadCount == 1 { return try poolPointReads(pool, seed: 0, count: perThread) }
-            return try onThreads(workload.threadCount) { index in
+            return try onThreads(workload.threadCount, session) { index in
                 try poolPointReads(pool, seed: index, count: perThread)
             }
         case (.asyncRead4, .kit):
@@ -384,29 +394,78 @@ enum RatioBenchmark {
         return checksum
     }
 
-    /// Runs `body` on `count` threads of their own, released together; returns the sum of their checksums once all
-    /// are done.
-    static func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Int64) throws -> Int64 {
-        let ready = DispatchSemaphore(value: 0)
-        let start = DispatchSemaphore(value: 0)
-        let done = DispatchGroup()
-        let results = Results()
-        for index in 0..<count {
-            done.enter()
-            DispatchQueue(label: "sqlcipherkit-benchmarks.ratio-\(index)").async {
-                ready.signal()
-                start.wait()
-                do {
-                    results.add(try body(index))
-                } catch {
-                    results.fail(error)
-                }
-                done.leave()
+    /// Threads of their own, started once and kept for every pass: a pass does not pay for starting threads, and
+    /// under callgrind the threads that ran the warm-up are still alive when the counts are zeroed before the
+    /// measured pass (callgrind does not zero the counts of threads that have ended).
+    final class WorkerThreads: @unchecked Sendable {
+        let count: Int
+        private let starts: [DispatchSemaphore]
+        private let done = DispatchSemaphore(value: 0)
+        /// Written before the threads are released and read by them after: the semaphores order it.
+        private nonisolated(unsafe) var job: (@Sendable (Int) -> Void)?
+
+        init(count: Int) {
+            self.count = count
+            starts = (0..<count).map { _ in DispatchSemaphore(value: 0) }
+            for index in 0..<count {
+                let context = Unmanaged.passRetained(WorkerContext(workers: self, index: index)).toOpaque()
+                var thread = pthread_t()
+                let code = pthread_create(&thread, nil, { argument in
+                    let context = Unmanaged<WorkerContext>.fromOpaque(argument!).takeRetainedValue()
+                    context.workers.loop(context.index)
+                    return nil
+                }, context)
+                precondition(code == 0, "pthread_create failed (\(code))")
+                pthread_detach(thread)
             }
         }
-        for _ in 0..<count { ready.wait() }
-        for _ in 0..<count { start.signal() }
-        done.wait()
+
+        private func loop(_ index: Int) {
+            while true {
+                starts[index].wait()
+                guard let job else { return }
+                job(index)
+                done.signal()
+            }
+        }
+
+        /// Runs `body` on every thread, released together; returns once all are done.
+        func run(_ body: @escaping @Sendable (Int) -> Void) {
+            job = body
+            for start in starts { start.signal() }
+            for _ in 0..<count { done.wait() }
+        }
+
+        /// Ends the threads.
+        func stop() {
+            job = nil
+            for start in starts { start.signal() }
+        }
+    }
+
+    final class WorkerContext {
+        let workers: WorkerThreads
+        let index: Int
+
+        init(workers: WorkerThreads, index: Int) {
+            self.workers = workers
+            self.index = index
+        }
+    }
+
+    /// Runs `body` on the session's `count` worker threads, released together; returns the sum of their checksums
+    /// once all are done.
+    static func onThreads(
+        _ count: Int, _ session: Session, _ body: @escaping @Sendable (Int) throws -> Int64
+    ) throws -> Int64 {
+        let results = Results()
+        session.workers(count).run { index in
+            do {
+                results.add(try body(index))
+            } catch {
+                results.fail(error)
+            }
+        }
         return try results.sum()
     }
 
@@ -545,7 +604,11 @@ enum RatioBenchmark {
         let fixture = try load(directory)
         let session = Session(fixture)
         defer { session.close() }
-        if !workload.isRotation && workload != .openKey {
+        if workload == .asyncRead4 && side == .kit {
+            // Opens the pool's readers and warms their caches on threads that stay alive (see WorkerThreads);
+            // the cooperative pool's threads of an async warm-up could end before the counts are zeroed.
+            _ = try run(.poolRead4, side, session)
+        } else if !workload.isRotation && workload != .openKey {
             _ = try run(workload, side, session)
         } else if workload == .openKey {
             try session.holdPoolFile()
