@@ -32,7 +32,10 @@ import Darwin
 /// See [Database Connection Handle](https://www.sqlite.org/c3ref/sqlite3.html).
 public final class Connection {
     /// Replaced when the connection reopens after a rekey; statements of the old handle then report it closed.
+    // This and the statement cache are read on every statement; a connection is used from one thread at a time, so
+    // they go without dynamic exclusivity checks (calls into the runtime on every pool read, issue 23).
     @usableFromInline
+    @exclusivity(unchecked)
     private(set) var handle: ConnectionHandle
 
     /// The raw `sqlite3*`, or `nil` once closed. Do not close it yourself.
@@ -55,8 +58,10 @@ public final class Connection {
     public var cipherSettings: CipherSettings { encryption.settings }
 
     @usableFromInline
+    @exclusivity(unchecked)
     var statementCache: StatementCache
 
+    @exclusivity(unchecked)
     var savepointCount = 0
 
     /// Functions, collations, hooks and traces registered on this connection, applied again to the new handle when
