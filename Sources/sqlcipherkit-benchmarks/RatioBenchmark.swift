@@ -586,7 +586,8 @@ enum RatioBenchmark {
         }
         print("")
         print("ms: medians (wall clock); ratio: kit median / raw median; paired: median of the per-pair ratios;"
-            + " pairs: \(measurements.first?.rawSeconds.count ?? 0) for the fast rows. Wall clock only: instruction"
+            + " pairs: \(options.ratioRoundCount) per rotation row, \(options.ratioRoundCount * fastRepeat) per other"
+            + " row. Wall clock only: instruction"
             + " counts come from .ci/bench-callgrind.")
         print("load average at the end: \(MachineDescription.loadAverage); ratio part"
             + " \(formatted(BackupBenchmark.seconds(clock.now - start), decimals: 1)) s")
