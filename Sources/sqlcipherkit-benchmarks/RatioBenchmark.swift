@@ -12,8 +12,9 @@ import Darwin
 /// one process and on one engine, printed as SQLCipherKit / raw ratios.
 ///
 /// The same workloads run one at a time in `--once` mode (one side, one steady pass, after a warm-up pass where one
-/// makes sense) so that `valgrind --tool=callgrind --zero-before=F --dump-after=F`, with F the mangled name of
-/// ``measuredWorkloadPass(_:_:_:)``, counts the instructions of that pass alone, every thread included
+/// makes sense) so that `valgrind --tool=callgrind --zero-before=Z --dump-after=F`, with Z and F the mangled names
+/// of ``threadStartsPass()`` and ``measuredWorkloadPass(_:_:_:)``, counts the instructions of that pass alone, every
+/// thread included
 /// (`.ci/bench-callgrind` runs the pairs).
 ///
 /// The files live in one folder (`fixture`): made by ``prepare(in:rotateMegabyteCount:)`` (also `--prepare DIR`),
@@ -623,6 +624,7 @@ enum RatioBenchmark {
     /// keeps it from being a tail call: callgrind would not see this function return, and would not dump.
     @inline(never)
     static func measuredWorkloadPass(_ workload: Workload, _ side: Side, _ session: Session) throws -> Int64 {
+        threadStartsPass()
         let sum = try run(workload, side, session)
         measuredPassCount.add(1, ordering: .relaxed)
         return sum
@@ -630,9 +632,10 @@ enum RatioBenchmark {
 
     static let measuredPassCount = Atomic<Int>(0)
 
-    /// Called by each worker thread as a pass starts: callgrind's `--zero-before` zeroes the counts of the thread
-    /// that enters the function only, so `.ci/bench-callgrind` names this one too (the warm-up pass ran on the same
-    /// threads). The store keeps it from being optimized away.
+    /// Called by the main thread and by each worker thread as a pass starts: callgrind's `--zero-before` zeroes the
+    /// counts of the thread that enters the function only (the warm-up pass ran on the same threads), and only the
+    /// last `--zero-before` option counts, so `.ci/bench-callgrind` names this function alone. The store keeps it
+    /// from being optimized away.
     @inline(never)
     static func threadStartsPass() {
         measuredPassCount.add(0, ordering: .relaxed)
