@@ -626,11 +626,25 @@ struct StatementCache {
         self.capacity = max(0, capacity)
     }
 
+    /// The entry found or inserted last, and its SQL: a connection that runs the same statement again (a pool
+    /// reader's point lookup, a loop) finds it with one string comparison, which is cheap for the same string,
+    /// instead of hashing the SQL (hashing and the dictionary probe were 700 instructions of a 5,300-instruction
+    /// point read on SQLCipher 4.19, issue 23).
+    private var recentEntry: Entry?
+    private var recentSQL = ""
+
     @usableFromInline
     mutating func statement(for sql: String) -> Statement? {
+        if let recentEntry, recentSQL == sql {
+            clock &+= 1
+            recentEntry.lastUse = clock
+            return recentEntry.statement
+        }
         guard let entry = entries[sql] else { return nil }
         clock &+= 1
         entry.lastUse = clock
+        recentEntry = entry
+        recentSQL = sql
         return entry.statement
     }
 
@@ -638,13 +652,22 @@ struct StatementCache {
         guard capacity > 0 else { return }
         if entries.count >= capacity, let oldest = entries.min(by: { $0.value.lastUse < $1.value.lastUse }) {
             entries[oldest.key] = nil
+            if oldest.value === recentEntry {
+                recentEntry = nil
+                recentSQL = ""
+            }
         }
         clock &+= 1
-        entries[sql] = Entry(statement: statement, lastUse: clock)
+        let entry = Entry(statement: statement, lastUse: clock)
+        entries[sql] = entry
+        recentEntry = entry
+        recentSQL = sql
     }
 
     mutating func removeAll() {
         entries.removeAll()
+        recentEntry = nil
+        recentSQL = ""
         for index in transactionStatements.indices { transactionStatements[index] = nil }
     }
 
