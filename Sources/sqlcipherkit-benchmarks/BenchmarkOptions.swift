@@ -4,8 +4,29 @@
 struct BenchmarkOptions {
     /// A benchmark that `--only` can select.
     enum Benchmark: String, CaseIterable {
-        case fetch, decodable, insert, backup, pool
+        case fetch, decodable, insert, backup, pool, ratios
     }
+
+    /// What the process does: the benchmarks, or one step of a callgrind run (see `.ci/bench-callgrind`).
+    enum Mode {
+        case benchmarks
+        /// `--prepare DIR`: make the ratio table's files in DIR (an existing folder) and exit.
+        case prepare(String)
+        /// `--once WORKLOAD --side raw|kit DIR`: one measured pass of one side of one ratio workload.
+        case once(RatioBenchmark.Workload, RatioBenchmark.Side, String)
+    }
+
+    var mode = Mode.benchmarks
+
+    /// The size of the rotation rows' database, in MB (10^6 bytes).
+    var rotateMegabyteCount = 250
+
+    /// The rows of the ratio table to run, all by default.
+    var ratioWorkloads = RatioBenchmark.Workload.allCases
+
+    var ratioWarmUpCount: Int { 1 }
+    var ratioRoundCount: Int { isQuick ? 2 : 5 }
+    var ratioFastRepeat: Int { isQuick ? 2 : 3 }
 
     /// Fewer iterations, for a quick look (the medians are then noisier).
     var isQuick = false
@@ -39,7 +60,10 @@ struct BenchmarkOptions {
     var poolWriteRoundCount: Int { isQuick ? 1 : 2 }
 
     static let usage = """
-        Usage: sqlcipherkit-benchmarks [--quick] [--single-pass] [--only LIST] [--backup-mb N] [DIRECTORY]
+        Usage: sqlcipherkit-benchmarks [--quick] [--single-pass] [--only LIST] [--backup-mb N]
+                                      [--rotate-mb N] [--workloads LIST] [DIRECTORY]
+               sqlcipherkit-benchmarks --prepare DIR [--rotate-mb N]
+               sqlcipherkit-benchmarks --once WORKLOAD --side raw|kit DIR
 
         Compares SQLCipherKit with the raw SQLCipher C API on encrypted databases (raw key, no KDF, except in pool):
           fetch   200,000 rows x 10 INTEGER columns, every column read by index, and by name
@@ -53,12 +77,26 @@ struct BenchmarkOptions {
           pool    DatabasePool with a passphrase: open latency (plain Connection, the pool's first connection,
                   its Nth), one pool.read against a raw BEGIN; SELECT; COMMIT, read throughput with 1, 2 and 4
                   readers (threads and tasks), write throughput alone and with 2 readers
+          ratios  issue 23's table, SQLCipherKit / raw C API, paired round-robin: rotate copy and in place
+                  against the raw recipes (ATTACH ... KEY + sqlcipher_export + quick_check; sqlite3_rekey +
+                  quick_check) on a --rotate-mb database, Decodable cursor and fetchAll, pool.read point lookups
+                  on 1, 4, 8 and 16 threads (raw: a connection per thread), async pool.read in 4 tasks, open +
+                  raw key + first query, fetch by index
 
           --quick          fewer iterations (noisier medians)
           --single-pass    one warm-up and one timed pass of fetch, decodable and insert (for callgrind)
           --only LIST      comma-separated benchmarks to run: fetch, decodable, insert, backup, pool
                            (default: all)
           --backup-mb N    size of the backup benchmark's database in MB (default 200)
+          --rotate-mb N    size of the ratio table's rotation database in MB (default 250)
+          --workloads LIST comma-separated rows of the ratio table (default: all): rotate-copy,
+                           rotate-in-place, decodable-cursor, decodable-fetchall, pool-read-1, pool-read-4,
+                           async-read-4, open-key, by-index, pool-read-8, pool-read-16
+          --prepare DIR    make the ratio table's files in DIR and exit (for --once)
+          --once WORKLOAD --side raw|kit DIR
+                           one warm-up and one measured pass of one side of one ratio row, on the files of
+                           --prepare; for callgrind (--zero-before and --dump-after the mangled name of
+                           RatioBenchmark.measuredWorkloadPass; .ci/bench-callgrind runs the pairs)
           DIRECTORY        where to create the temporary database folder (default: $TMPDIR or /tmp);
                            the folder is removed at the end
           -h, --help       show this help
@@ -73,6 +111,8 @@ struct BenchmarkOptions {
     static func parse(_ arguments: [String]) throws(BenchmarkError) -> BenchmarkOptions? {
         var options = BenchmarkOptions()
         var remaining = arguments[...]
+        var onceWorkload: RatioBenchmark.Workload?
+        var side: RatioBenchmark.Side?
         func value(of option: String) throws(BenchmarkError) -> String {
             guard let value = remaining.popFirst(), !value.hasPrefix("-") else {
                 throw .usage("\(option) needs a value")
@@ -81,7 +121,7 @@ struct BenchmarkOptions {
         }
         while let argument = remaining.popFirst() {
             // `--only=fetch` and `--backup-mb=50` are split into option and value.
-            if let equals = argument.firstIndex(of: "="), ["--only", "--backup-mb"].contains(argument[..<equals]) {
+            if let equals = argument.firstIndex(of: "="), ["--only", "--backup-mb", "--rotate-mb", "--workloads", "--side"].contains(argument[..<equals]) {
                 remaining.insert(String(argument[argument.index(after: equals)...]), at: remaining.startIndex)
                 remaining.insert(String(argument[..<equals]), at: remaining.startIndex)
                 continue
@@ -99,6 +139,24 @@ struct BenchmarkOptions {
                     throw .usage("--backup-mb needs a whole number of MB, at least 1, not \(text)")
                 }
                 options.backupMegabyteCount = count
+            case "--rotate-mb":
+                let text = try value(of: argument)
+                guard let count = Int(text), count >= 1 else {
+                    throw .usage("--rotate-mb needs a whole number of MB, at least 1, not \(text)")
+                }
+                options.rotateMegabyteCount = count
+            case "--workloads":
+                options.ratioWorkloads = try parseWorkloadList(try value(of: argument))
+            case "--prepare":
+                options.mode = .prepare(try value(of: argument))
+            case "--once":
+                onceWorkload = try parseWorkloadList(try value(of: argument)).first
+            case "--side":
+                let text = try value(of: argument)
+                guard let parsed = RatioBenchmark.Side(rawValue: text) else {
+                    throw .usage("--side is raw or kit, not \(text)")
+                }
+                side = parsed
             case "-h", "--help":
                 return nil
             case _ where argument.hasPrefix("-"):
@@ -108,7 +166,25 @@ struct BenchmarkOptions {
                 options.baseDirectory = argument
             }
         }
+        if let onceWorkload {
+            guard let side, let directory = options.baseDirectory else {
+                throw .usage("--once needs --side raw|kit and the folder made by --prepare")
+            }
+            options.mode = .once(onceWorkload, side, directory)
+        }
         return options
+    }
+
+    private static func parseWorkloadList(_ list: String) throws(BenchmarkError) -> [RatioBenchmark.Workload] {
+        var workloads: [RatioBenchmark.Workload] = []
+        for name in list.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let workload = RatioBenchmark.Workload(rawValue: String(name).trimmed()) else {
+                let known = RatioBenchmark.Workload.allCases.map(\.rawValue).joined(separator: ", ")
+                throw .usage("unknown workload `\(name)` (known: \(known))")
+            }
+            workloads.append(workload)
+        }
+        return workloads
     }
 
     private static func parseBenchmarkList(_ list: String) throws(BenchmarkError) -> Set<Benchmark> {

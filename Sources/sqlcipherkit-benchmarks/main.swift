@@ -73,6 +73,10 @@ func runBenchmarks(_ options: BenchmarkOptions) throws {
         print("")
         try runPoolBenchmark(options, directory: directory, rawKeyText: keyText)
     }
+    if selected.contains(.ratios) {
+        print("")
+        try RatioBenchmark.runWallClock(options, directory: directory)
+    }
     print("")
     print("load average at the end: \(MachineDescription.loadAverage)")
 }
@@ -208,7 +212,15 @@ do {
         print(BenchmarkOptions.usage)
         exit(0)
     }
-    try runBenchmarks(options)
+    switch options.mode {
+    case .benchmarks:
+        try runBenchmarks(options)
+    case .prepare(let directory):
+        _ = try RatioBenchmark.prepare(in: directory, rotateMegabyteCount: options.rotateMegabyteCount)
+        print("prepared \(directory) (SQLCipher \(SQLCipher.version))")
+    case .once(let workload, let side, let directory):
+        try RatioBenchmark.runOnce(workload, side: side, directory: directory)
+    }
 } catch {
     printToStandardError("sqlcipherkit-benchmarks: \(error)")
     exit(1)

@@ -33,6 +33,7 @@ public final class Statement {
     /// The number of parameters (the largest parameter index).
     public let parameterCount: Int
 
+    @exclusivity(unchecked)
     private var columnIndexByName: [String: Int]?
 
     /// The names `row[name]` asked for, each with the column it resolved to (-1: none), in the order first asked
@@ -67,6 +68,7 @@ public final class Statement {
 
     /// The column names last read while the connection was open: once it closes (and finalizes the statement),
     /// rows copied from the statement still need them.
+    @exclusivity(unchecked)
     private var lastColumnNames: [String]?
 
     /// The statement attaches a database: what it attached is checked once it has run (see `EncryptionGuard`).
@@ -77,7 +79,10 @@ public final class Statement {
     /// The parameter that gives an ATTACH's file name (`ATTACH ? AS …`), so a failed ATTACH knows what it created.
     let attachFileParameter: CInt?
     /// The text bound to ``attachFileParameter``.
+    // No dynamic exclusivity check (a statement is used from one thread): it cost two calls into the runtime per
+    // bind, on every pool read (issue 23).
     @usableFromInline
+    @exclusivity(unchecked)
     var boundAttachFileName: String?
 
     /// Bumped by each new cursor over the statement; only the newest cursor may step or reset it.

@@ -106,7 +106,10 @@ public enum SQLCipher {
     public static var version: String { facts.version }
 
     /// The SQLCipher version as numbers, or `nil` when the linked library is not SQLCipher.
-    public static var parsedVersion: Version? { Version(parsing: facts.version) }
+    public static var parsedVersion: Version? { parsedFactsVersion }
+
+    /// Parsed once: ``supports(_:)`` runs at every open (issue 23: parsing the string each time was 2% of an open).
+    private static let parsedFactsVersion: Version? = Version(parsing: facts.version)
 
     /// The crypto provider SQLCipher uses, such as `openssl`.
     public static var cryptoProvider: String { facts.provider }
