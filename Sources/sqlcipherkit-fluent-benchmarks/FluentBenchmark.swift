@@ -6,6 +6,7 @@
 //
 // Each round runs both drivers, alternating which goes first; the figures are medians. Docs/Performance.md has
 // the results. Not a test: nothing here asserts a time.
+#if Examples  // trait Examples (Package.swift); otherwise Fallback.swift
 import FluentKit
 import FluentSQLiteDriver
 import Foundation
@@ -151,3 +152,4 @@ enum FluentBenchmark {
         }
     }
 }
+#endif

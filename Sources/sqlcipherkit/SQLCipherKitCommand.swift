@@ -34,7 +34,7 @@ struct SQLCipherKitCommand: ParsableCommand {
     )
 
     /// `replicate`, `restore` and `snapshots` come with the replication product (left out of a core-only build).
-    #if canImport(SQLCipherKitReplication)
+    #if Replication  // trait Replication (Package.swift)
     static let replicationCommands: [any ParsableCommand.Type] = [
         ReplicateCommand.self, RestoreCommand.self, SnapshotsCommand.self,
     ]

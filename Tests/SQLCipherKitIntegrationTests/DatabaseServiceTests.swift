@@ -1,3 +1,4 @@
+#if Services  // trait Services (Package.swift)
 import Dispatch
 import Foundation
 import Logging
@@ -172,3 +173,4 @@ struct DatabaseServiceTests {
         _ = try await service.checkHealth()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SQLKit  // trait SQLKit (Package.swift)
 import Foundation
 import Logging
 import SQLCipherKit
@@ -31,4 +32,4 @@ let isLoggingConfigured: Bool = {
     }
     return true
 }()
-
+#endif
