@@ -43,6 +43,9 @@ struct EncryptCommand: OperatorCommand {
     @OptionGroup(title: "Output")
     var output: OutputOptions
 
+    @OptionGroup(title: "Output")
+    var display: ProgressOptions
+
     var cipherOptionsForRun: CipherOptions? { cipher }
 
     func validate() throws {
@@ -57,7 +60,10 @@ struct EncryptCommand: OperatorCommand {
         }
         let source = try Connection(path: plaintext, encryption: .none, options: OpenOptions(mode: .readWrite))
         let growth = ExportGrowth(source: source, destination: destination, destinationPageSize: cipher.effectivePageSize)
-        try PhaseProgress(label: "encrypt") {
+        try PhaseProgress(
+            label: "encrypt", mode: display.progress,
+            interruptNote: "nothing changed: \(plaintext) is untouched and the unfinished encrypted copy was removed"
+        ) {
             growth.state(phase: "writing the encrypted copy (export)")
         }.run { try source.exportEncrypted(to: destination, key: key, settings: settings) }
         source.close()
