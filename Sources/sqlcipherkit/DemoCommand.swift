@@ -51,6 +51,10 @@ struct DemoCommand: OperatorCommand {
         let secret = "the eagle lands at midnight"
 
         print(VersionReport.text)
+        print(
+            "(Two OpenSSL versions: the engine reports one, for SQLCipher 3.4.1 the OpenSSL headers it was compiled"
+                + " against and for an engine with its own static OpenSSL that copy, while the second is the libcrypto"
+                + " this process loaded, which generates the keys.)")
         step(1, "Generate a random 256-bit raw key with OpenSSL and store it in a key file (mode 0600).")
         let key = try EncryptionKey.generateRaw()
         try key.write(toKeyFile: keyPath)
