@@ -22,8 +22,10 @@ struct BackupCommand: OperatorCommand {
 
             Example:
               sqlcipherkit backup notes.db /var/backups/notes.db --key-file notes.key
-              sqlcipherkit backup notes.db offsite.db --key-file notes.key --dest-key-file offsite.key --replace
-              sqlcipherkit backup legacy.db legacy-copy.db --key-file legacy.key --cipher-compatibility 3 --json
+              sqlcipherkit backup notes.db offsite.db --key-file notes.key \\
+                  --dest-key-file offsite.key --replace
+              sqlcipherkit backup legacy.db legacy-copy.db --key-file legacy.key \\
+                  --cipher-compatibility 3 --json
             """)
     )
 

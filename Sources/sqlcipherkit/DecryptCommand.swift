@@ -17,8 +17,10 @@ struct DecryptCommand: OperatorCommand {
             written (SQLCipher reports no progress for an export).
 
             Example:
-              sqlcipherkit decrypt notes.db /tmp/notes-plain.db --key-file notes.key --allow-plaintext
-              sqlcipherkit decrypt legacy.db /tmp/plain.db --key-file legacy.key --cipher-compatibility 2 --allow-plaintext
+              sqlcipherkit decrypt notes.db /tmp/notes-plain.db --key-file notes.key \\
+                  --allow-plaintext
+              sqlcipherkit decrypt legacy.db /tmp/plain.db --key-file legacy.key \\
+                  --cipher-compatibility 2 --allow-plaintext
             """)
     )
 

@@ -23,8 +23,10 @@ struct EncryptCommand: OperatorCommand {
             Example:
               sqlcipherkit keygen --out notes.key
               sqlcipherkit encrypt legacy.db notes.db --new-key-file notes.key
-              sqlcipherkit encrypt legacy.db shared.db --new-key-file header.key --plaintext-header-size 32
-              sqlcipherkit encrypt legacy.db v3.db --new-key-file notes.key --cipher-compatibility 3 --json
+              sqlcipherkit encrypt legacy.db shared.db --new-key-file header.key \\
+                  --plaintext-header-size 32
+              sqlcipherkit encrypt legacy.db v3.db --new-key-file notes.key \\
+                  --cipher-compatibility 3 --json
             """
     )
 

@@ -30,12 +30,15 @@ struct ExecCommand: SQLSessionCommand {
 
             Example:
               sqlcipherkit exec notes.db --key-file notes.key "SELECT count(*) FROM note"
-              sqlcipherkit exec new.db --key-env NOTES_KEY --create --header "CREATE TABLE t(x); INSERT INTO t VALUES (1); SELECT * FROM t"
+              sqlcipherkit exec new.db --key-env NOTES_KEY --create --header \\
+                  "CREATE TABLE t(x); INSERT INTO t VALUES (1); SELECT * FROM t"
               sqlcipherkit exec notes.db --key-env K --mode csv "SELECT * FROM note"
               sqlcipherkit exec notes.db --key-file notes.key --file migrate.sql
               sqlcipherkit exec notes.db --key-file notes.key - < migrate.sql
-              sqlcipherkit exec legacy-plain.db --plaintext "SELECT count(*) FROM sqlite_master"
-              sqlcipherkit exec notes.db --key-file notes.key --json "SELECT id, body FROM note"
+              sqlcipherkit exec legacy-plain.db --plaintext \\
+                  "SELECT count(*) FROM sqlite_master"
+              sqlcipherkit exec notes.db --key-file notes.key --json \\
+                  "SELECT id, body FROM note"
             """)
     )
 

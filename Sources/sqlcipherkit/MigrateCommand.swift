@@ -16,8 +16,10 @@ struct MigrateCommand: OperatorCommand {
             file x'<96 hex>'). On a terminal a progress line names the phase and the pages written.
 
             Example:
-              sqlcipherkit migrate legacy.db --key-file legacy.key --backup-dir /var/backups
-              sqlcipherkit migrate legacy.db --key-file legacy-with-salt.key --plaintext-header-size 32 --json
+              sqlcipherkit migrate legacy.db --key-file legacy.key \\
+                  --backup-dir /var/backups
+              sqlcipherkit migrate legacy.db --key-file legacy-with-salt.key \\
+                  --plaintext-header-size 32 --json
             """
     )
 

@@ -26,8 +26,10 @@ struct ReplicateCommand: OperatorCommand {
             Store failures are logged and retried; the database is never blocked by them. See Docs/Replication.md.
 
             Example:
-              sqlcipherkit replicate notes.db --key-file notes.key --to file:///mnt/replica/notes
-              sqlcipherkit replicate notes.db --key-env NOTES_KEY --to file:///mnt/replica/notes --sync-interval 5s
+              sqlcipherkit replicate notes.db --key-file notes.key \\
+                  --to file:///mnt/replica/notes
+              sqlcipherkit replicate notes.db --key-env NOTES_KEY \\
+                  --to file:///mnt/replica/notes --sync-interval 5s
             """)
     )
 

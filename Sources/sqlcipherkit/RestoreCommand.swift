@@ -24,8 +24,10 @@ struct RestoreCommand: OperatorCommand {
 
             Example:
               sqlcipherkit restore file:///mnt/replica/notes notes-restored.db
-              sqlcipherkit restore file:///mnt/replica/notes notes.db --at 2026-11-24T10:00:00Z --key-file notes.key
-              sqlcipherkit restore file:///mnt/replica/notes notes.db --generation 20261124T100000123Z-1f2e3d4c --index 42
+              sqlcipherkit restore file:///mnt/replica/notes notes.db \\
+                  --at 2026-11-24T10:00:00Z --key-file notes.key
+              sqlcipherkit restore file:///mnt/replica/notes notes.db \\
+                  --generation 20261124T100000123Z-1f2e3d4c --index 42
             """)
     )
 

@@ -30,9 +30,12 @@ struct RotateCommand: OperatorCommand {
             defaults (the same before and after).
 
             Example:
-              sqlcipherkit rotate notes.db --key-file old.key --new-key-file new.key --backup-dir /var/backups
-              sqlcipherkit rotate tenants/*.db --key-env OLD_KEY --new-key-env NEW_KEY --method in-place --json
-              sqlcipherkit rotate legacy.db --key-file old.key --new-key-file new.key --cipher-compatibility 3
+              sqlcipherkit rotate notes.db --key-file old.key --new-key-file new.key \\
+                  --backup-dir /var/backups
+              sqlcipherkit rotate tenants/*.db --key-env OLD_KEY --new-key-env NEW_KEY \\
+                  --method in-place --json
+              sqlcipherkit rotate legacy.db --key-file old.key --new-key-file new.key \\
+                  --cipher-compatibility 3
             """)
     )
 

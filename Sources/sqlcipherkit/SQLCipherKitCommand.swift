@@ -22,7 +22,8 @@ struct SQLCipherKitCommand: ParsableCommand {
 
             Examples:
               sqlcipherkit keygen --out notes.key
-              sqlcipherkit rotate notes.db --key-file notes.key --new-key-file notes-new.key
+              sqlcipherkit rotate notes.db --key-file notes.key \\
+                  --new-key-file notes-new.key
               sqlcipherkit --version
             """,
         version: VersionReport.text,

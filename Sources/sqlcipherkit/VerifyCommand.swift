@@ -20,8 +20,10 @@ struct VerifyCommand: OperatorCommand {
 
             Example:
               sqlcipherkit verify notes.db --key-file notes.key
-              sqlcipherkit verify legacy.db --key-env LEGACY_KEY --cipher-compatibility 3 --json
-              sqlcipherkit verify old.db --key-file old.key --cipher-compatibility 2 --hmac-pgno be
+              sqlcipherkit verify legacy.db --key-env LEGACY_KEY --cipher-compatibility 3 \\
+                  --json
+              sqlcipherkit verify old.db --key-file old.key --cipher-compatibility 2 \\
+                  --hmac-pgno be
             """)
     )
 
