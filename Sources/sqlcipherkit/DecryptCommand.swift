@@ -14,7 +14,8 @@ struct DecryptCommand: OperatorCommand {
             as it has served its purpose.
 
             On a terminal a progress line shows the pages written, estimated from the size of the file being \
-            written (SQLCipher reports no progress for an export).
+            written (SQLCipher reports no progress for an export); --progress plain prints timestamped lines \
+            for logs instead.
 
             Example:
               sqlcipherkit decrypt notes.db /tmp/notes-plain.db --key-file notes.key \\

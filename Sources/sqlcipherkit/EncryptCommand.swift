@@ -16,7 +16,7 @@ struct EncryptCommand: OperatorCommand {
             The cipher options choose the new file's settings (the engine's defaults otherwise), for example \
             --cipher-compatibility 3 for a file SQLCipher 3 can open. On a terminal a progress line shows the pages \
             written, estimated from the size of the file being written (SQLCipher reports no progress for an \
-            export).
+            export); --progress plain prints timestamped lines for logs instead.
 
             Delete the plaintext original securely once the copy is checked.
 

@@ -13,7 +13,7 @@ struct MigrateCommand: OperatorCommand {
             256,000 iterations, HMAC-SHA512), verified, and renamed over the original in one atomic step. \
             SQLCipher 3 cannot open the result. The cipher options set the new file's settings where they should \
             differ from SQLCipher 4's defaults, for example --plaintext-header-size 32 (with --salt-file or a key \
-            file x'<96 hex>'). On a terminal a progress line names the phase and the pages written.
+            file x'<96 hex>'). On a terminal a progress line names the phase and the pages written (--progress plain: timestamped lines for logs).
 
             Example:
               sqlcipherkit migrate legacy.db --key-file legacy.key \\

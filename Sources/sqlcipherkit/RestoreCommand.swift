@@ -20,7 +20,7 @@ struct RestoreCommand: OperatorCommand {
             the result is opened and checked first (quick_check, cipher_integrity_check on SQLCipher 4.2+): a key \
             that does not open it exits with 3 and nothing is written. Without --at or --generation, the newest \
             restore point is restored. `sqlcipherkit snapshots URL` lists them. A progress line shows on a \
-            terminal.
+            terminal (--progress plain: timestamped lines for logs).
 
             Example:
               sqlcipherkit restore file:///mnt/replica/notes notes-restored.db

@@ -26,8 +26,7 @@ struct RotateCommand: OperatorCommand {
 
             On a terminal a progress line names the phase (keeping the original, writing the copy, rekeying in \
             place, verifying) with pages done; for steps SQLCipher reports nothing about, the count is estimated \
-            from the size of the file being written. Cipher options give settings other than the engine's \
-            defaults (the same before and after).
+            from the size of the file being written; --progress plain prints timestamped lines for logs instead.
 
             Example:
               sqlcipherkit rotate notes.db --key-file old.key --new-key-file new.key \\
