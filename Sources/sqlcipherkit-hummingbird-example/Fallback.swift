@@ -16,7 +16,7 @@ enum TraitOffFallback {
             (or --enable-all-traits; see Docs/Services.md)
 
             """
-        fputs(message, stderr)
+        _ = message.withCString { write(STDERR_FILENO, $0, strlen($0)) }
         exit(64)
     }
 }

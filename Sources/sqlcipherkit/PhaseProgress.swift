@@ -150,8 +150,7 @@ final class PhaseProgress: Sendable {
     private let interruptNote: String?
     private let running = Mutex<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
-    private let drawing = Mutex<(clock: PhaseClock, lastPhase: String?, lastLine: Double, start: ContinuousClock.Instant)>(
-        (PhaseClock(), nil, 0, .now))
+    private let drawing = Mutex<Drawing>((PhaseClock(), nil, 0, .now))
 
     /// - Parameters:
     ///   - mode: `--progress`.
@@ -213,28 +212,37 @@ final class PhaseProgress: Sendable {
 
     private func draw(isFinal: Bool) {
         let raw = state()
-        let line: String? = drawing.withLock { drawing in
-            let elapsed = ContinuousClock.now - drawing.start
-            let now = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            let (shown, eta) = drawing.clock.observe(raw, now: now)
-            switch style {
-            case .off:
-                return nil
-            case .bar:
-                return "\r\u{1B}[K" + ProgressLine.render(
-                    label: label, state: shown, elapsedSeconds: Int(now), etaSeconds: eta)
-            case .lines:
-                let isNewPhase = shown.phase != drawing.lastPhase
-                guard isFinal || isNewPhase || printsEveryUpdate
-                    || now - drawing.lastLine >= Double(Self.plainInterval)
-                else { return nil }
-                drawing.lastPhase = shown.phase
-                drawing.lastLine = now
-                return ProgressLine.plain(
-                    label: label, state: shown, elapsedSeconds: Int(now), etaSeconds: eta, now: Date()) + "\n"
-            }
+        // Written under the lock: the ticker and ``update()`` never interleave or reorder their lines.
+        drawing.withLock { drawing in
+            guard let line = nextLine(&drawing, raw: raw, isFinal: isFinal) else { return }
+            Output.write(line, toStandardError: true, capture: capture)
         }
-        if let line { Output.write(line, toStandardError: true, capture: capture) }
+    }
+
+    private typealias Drawing = (
+        clock: PhaseClock, lastPhase: String?, lastLine: Double, start: ContinuousClock.Instant
+    )
+
+    /// The text to write now, if any (`--progress plain` writes a line per phase and every ``plainInterval`` s).
+    private func nextLine(_ drawing: inout Drawing, raw: PhaseState, isFinal: Bool) -> String? {
+        let elapsed = ContinuousClock.now - drawing.start
+        let now = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let (shown, eta) = drawing.clock.observe(raw, now: now)
+        switch style {
+        case .off:
+            return nil
+        case .bar:
+            return "\r\u{1B}[K" + ProgressLine.render(
+                label: label, state: shown, elapsedSeconds: Int(now), etaSeconds: eta)
+        case .lines:
+            let isNewPhase = shown.phase != drawing.lastPhase
+            guard isFinal || isNewPhase || printsEveryUpdate || now - drawing.lastLine >= Double(Self.plainInterval)
+            else { return nil }
+            drawing.lastPhase = shown.phase
+            drawing.lastLine = now
+            return ProgressLine.plain(
+                label: label, state: shown, elapsedSeconds: Int(now), etaSeconds: eta, now: Date()) + "\n"
+        }
     }
 
     private func finish(succeeded: Bool) {

@@ -96,7 +96,7 @@ struct ProgressTests {
     }
 
     /// `2026-11-27T15:04:05Z label: …`
-    static let plainLine = #/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z [^\n]+$/#
+    static var plainLine: Regex<Substring> { #/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z [^\n]+$/# }
 
     @Test("--progress plain: timestamped lines off a terminal, a page count with an ETA, and a last line")
     func plainBackup() throws {
