@@ -1,7 +1,7 @@
 // The Fluent driver on an encrypted file against fluent-sqlite-driver on a plaintext file, in one process:
 // create 10,000 models, fetch them all, fetch 1,000 by id. Release build only:
 //
-//   swift run -c release sqlcipherkit-fluent-benchmarks [--rounds N]
+//   swift run -c release --traits Examples sqlcipherkit-fluent-benchmarks [--rounds N]
 //   bash .ci/sqlcipher4 .build/release/sqlcipherkit-fluent-benchmarks      (SQLCipher 4.19)
 //
 // Each round runs both drivers, alternating which goes first; the figures are medians. Docs/Performance.md has
