@@ -66,10 +66,10 @@ struct HelpTests {
         #expect(checked > 40)
     }
 
-    @Test("no line of any --help is wider than 80 columns")
+    @Test("no line of any --help is wider than 80 columns (but the USAGE synopsis, which ArgumentParser never wraps)")
     func width() {
         for command in Self.commands {
-            for line in Self.help(command).split(separator: "\n") {
+            for line in Self.help(command).split(separator: "\n") where !line.hasPrefix("USAGE: ") {
                 #expect(line.count <= 80, "\(command.configuration.commandName ?? "?"): \(line)")
             }
         }
@@ -104,7 +104,8 @@ struct HelpTests {
                 #expect(full.contains("CIPHER SETTINGS (ADVANCED)"), "\(name) --help-hidden: no advanced heading")
             }
         }
-        #expect(folded >= 8)
+        // rotate, verify, info, decrypt, backup, exec, shell; replicate and restore with the Replication trait.
+        #expect(folded >= 7)
     }
 
     @Test("--progress is offered by the long commands")

@@ -40,7 +40,7 @@ struct ProgressTests {
         let line = ProgressLine.plain(
             label: "backup", state: PhaseState(phase: "copying pages", done: 30, total: 120), elapsedSeconds: 7,
             etaSeconds: 21, now: Date(timeIntervalSince1970: 1_795_792_000))
-        #expect(line == "2026-11-27T10:26:40Z backup: copying pages 30/120 pages 25%, ETA 0:21 (7 s)")
+        #expect(line == "2026-11-27T15:06:40Z backup: copying pages 30/120 pages 25%, ETA 0:21 (7 s)")
     }
 
     @Test("the ETA counts from the phase's start; an estimate that stops growing is shown as finishing, not as a bar")
