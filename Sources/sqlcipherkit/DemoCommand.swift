@@ -52,9 +52,8 @@ struct DemoCommand: OperatorCommand {
 
         print(VersionReport.text)
         print(
-            "(Two OpenSSL versions: the engine reports one, for SQLCipher 3.4.1 the OpenSSL headers it was compiled"
-                + " against and for an engine with its own static OpenSSL that copy, while the second is the libcrypto"
-                + " this process loaded, which generates the keys.)")
+            "(Two OpenSSL versions because the first is what the engine reports, the headers it was compiled with\n"
+                + " or its own static copy, and the second the libcrypto this process loaded, which makes the keys.)")
         step(1, "Generate a random 256-bit raw key with OpenSSL and store it in a key file (mode 0600).")
         let key = try EncryptionKey.generateRaw()
         try key.write(toKeyFile: keyPath)
