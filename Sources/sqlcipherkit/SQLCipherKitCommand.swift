@@ -34,7 +34,7 @@ struct SQLCipherKitCommand: ParsableCommand {
         ] + replicationCommands
     )
 
-    /// `replicate`, `restore` and `snapshots` come with the replication product (left out of a core-only build).
+    /// `replicate`, `restore` and `snapshots` come with the package trait Replication (off by default).
     #if Replication  // trait Replication (Package.swift)
     static let replicationCommands: [any ParsableCommand.Type] = [
         ReplicateCommand.self, RestoreCommand.self, SnapshotsCommand.self,
