@@ -6,31 +6,60 @@ let strictSwift: [SwiftSetting] = [
 ]
 
 // The core (library SQLCipherKit and the CLI) depends on swift-log and swift-argument-parser only. The service
-// integrations (SQLKit, Fluent, swift-service-lifecycle, swift-metrics) and their examples are separate products:
-// a package that uses only `SQLCipherKit` builds none of NIO, SQLKit, Fluent, Vapor or Hummingbird.
-//
-// SQLCIPHERKIT_CORE_ONLY=1 leaves the integrations out of the package graph altogether; CI uses it for the
-// ThreadSanitizer build of the core so that Vapor, Fluent and Hummingbird are not built a second time.
-let isCoreOnly = Context.environment["SQLCIPHERKIT_CORE_ONLY"] == "1"
+// integrations (SQLKit, Fluent, swift-service-lifecycle, swift-metrics, replication) and the examples are behind
+// package traits that are off by default: SwiftPM neither fetches nor pins a dependency that only a disabled trait
+// uses, so a package that depends on `SQLCipherKit` alone resolves two packages (measured in Docs/GettingStarted.md).
+// Turn an integration on where the package is declared:
+//     .package(url: "https://github.com/<owner>/SQLCipherKit", from: "0.1.0", traits: ["Fluent"])
+// and here with `swift build --traits Fluent,Services` or `swift build --enable-all-traits` (what .ci/test does).
+// A target whose trait is off compiles empty (its sources are wrapped in `#if Trait`); an example executable whose
+// trait is off prints how to turn it on.
+let traits: Set<Trait> = [
+    .default(enabledTraits: []),
+    .trait(name: "SQLKit", description: "SQLCipherKitSQLKit: SQLKit's SQLDatabase over DatabasePool (SQLKit, NIO)."),
+    .trait(
+        name: "Fluent", description: "SQLCipherKitFluent: the Fluent driver, .sqlcipher(file:keyProvider:).",
+        enabledTraits: ["SQLKit"]),
+    .trait(
+        name: "Services",
+        description: "SQLCipherKitServices: DatabaseService (swift-service-lifecycle), metrics, live key rotation."),
+    .trait(
+        name: "Replication",
+        description: "SQLCipherKitReplication and the CLI's replicate, restore and snapshots (AsyncHTTPClient, NIO)."),
+    .trait(
+        name: "Examples",
+        description: "The Hummingbird and Vapor example services and the Fluent benchmark (Hummingbird, Vapor).",
+        enabledTraits: ["SQLKit", "Fluent", "Services"]),
+]
 
-var products: [Product] = [
+let products: [Product] = [
     .library(name: "SQLCipherKit", targets: ["SQLCipherKit"]),
     .executable(name: "sqlcipherkit", targets: ["sqlcipherkit"]),
+    .library(name: "SQLCipherKitSQLKit", targets: ["SQLCipherKitSQLKit"]),
+    .library(name: "SQLCipherKitFluent", targets: ["SQLCipherKitFluent"]),
+    .library(name: "SQLCipherKitServices", targets: ["SQLCipherKitServices"]),
+    .library(name: "SQLCipherKitReplication", targets: ["SQLCipherKitReplication"]),
 ]
 
-var dependencies: [Package.Dependency] = [
+let dependencies: [Package.Dependency] = [
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    // Used only by the traits above; not fetched while they are off.
+    .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
+    .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
+    .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
+    .package(url: "https://github.com/vapor/sql-kit", exact: "3.36.0"),
+    .package(url: "https://github.com/vapor/fluent-kit", exact: "1.57.0"),
+    .package(url: "https://github.com/vapor/fluent-sqlite-driver", exact: "4.9.0"),
+    .package(url: "https://github.com/vapor/fluent", exact: "4.13.0"),
+    .package(url: "https://github.com/vapor/vapor", exact: "4.122.3"),
+    .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
+    .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
 ]
 
-// The CLI's `replicate`, `restore` and `snapshots` commands come with the replication product (left out, with it, in
-// a core-only build).
-var commandLineDependencies: [Target.Dependency] = [
-    "SQLCipherKit",
-    .product(name: "ArgumentParser", package: "swift-argument-parser"),
-]
-if !isCoreOnly {
-    commandLineDependencies.append("SQLCipherKitReplication")
+/// A product of another package, used only while one of `traits` is on.
+func product(_ name: String, _ package: String, when traits: Set<String>) -> Target.Dependency {
+    .product(name: name, package: package, condition: .when(traits: traits))
 }
 
 var targets: [Target] = [
@@ -56,7 +85,12 @@ var targets: [Target] = [
     ),
     .executableTarget(
         name: "sqlcipherkit",
-        dependencies: commandLineDependencies,
+        dependencies: [
+            "SQLCipherKit",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            // replicate, restore and snapshots (Sources/sqlcipherkit/*Replicat*, Restore, Snapshots: `#if Replication`)
+            .target(name: "SQLCipherKitReplication", condition: .when(traits: ["Replication"])),
+        ],
         swiftSettings: strictSwift
     ),
     // Release-build benchmark against the raw C API (see Docs/Performance.md); not a test.
@@ -86,136 +120,120 @@ var targets: [Target] = [
     ),
 ]
 
-// MARK: - Service integrations (separate products)
+// MARK: - Service integrations (separate products, each behind its trait)
 
-if !isCoreOnly {
-    products += [
-        .library(name: "SQLCipherKitSQLKit", targets: ["SQLCipherKitSQLKit"]),
-        .library(name: "SQLCipherKitFluent", targets: ["SQLCipherKitFluent"]),
-        .library(name: "SQLCipherKitServices", targets: ["SQLCipherKitServices"]),
-        .library(name: "SQLCipherKitReplication", targets: ["SQLCipherKitReplication"]),
-    ]
-    dependencies += [
-        .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
-        .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
-        .package(url: "https://github.com/vapor/sql-kit", exact: "3.36.0"),
-        .package(url: "https://github.com/vapor/fluent-kit", exact: "1.57.0"),
-        .package(url: "https://github.com/vapor/fluent-sqlite-driver", exact: "4.9.0"),
-        .package(url: "https://github.com/vapor/fluent", exact: "4.13.0"),
-        .package(url: "https://github.com/vapor/vapor", exact: "4.122.3"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
-    ]
-    targets += [
-        // An SQLKit `SQLDatabase` over `DatabasePool`, with a dialect decided from the linked engine's version.
-        .target(
-            name: "SQLCipherKitSQLKit",
-            dependencies: [
-                "SQLCipherKit",
-                .product(name: "SQLKit", package: "sql-kit"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-            ],
-            swiftSettings: strictSwift
-        ),
-        // A Fluent driver over the SQLKit driver: `.sqlcipher(file:keyProvider:)`.
-        .target(
-            name: "SQLCipherKitFluent",
-            dependencies: [
-                "SQLCipherKitSQLKit",
-                .product(name: "FluentKit", package: "fluent-kit"),
-                .product(name: "FluentSQL", package: "fluent-kit"),
-            ],
-            swiftSettings: strictSwift
-        ),
-        // The pool as a swift-service-lifecycle Service, metrics, health check and live key rotation.
-        .target(
-            name: "SQLCipherKitServices",
-            dependencies: [
-                "SQLCipherKit",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSwift
-        ),
-        // Continuous replication of the encrypted pages and WAL frames to an object store or a folder, and
-        // point-in-time restore (Docs/Replication.md). SigV4 is signed with OpenSSL's libcrypto (no S3 SDK).
-        .target(
-            name: "SQLCipherKitReplication",
-            dependencies: [
-                "SQLCipherKit", "CSQLCipher", "COpenSSL",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-            ],
-            swiftSettings: strictSwift
-        ),
-        .testTarget(
-            name: "SQLCipherKitReplicationTests",
-            dependencies: [
-                "SQLCipherKitReplication", "SQLCipherKitTestSupport", "sqlcipherkit",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"),
-            ],
-            swiftSettings: strictSwift
-        ),
-        // Example services (Docs/Services.md), built and exercised by the integration tests.
-        .executableTarget(
-            name: "sqlcipherkit-hummingbird-example",
-            dependencies: [
-                "SQLCipherKitSQLKit", "SQLCipherKitServices",
-                .product(name: "Hummingbird", package: "hummingbird"),
-            ],
-            swiftSettings: strictSwift
-        ),
-        .executableTarget(
-            name: "sqlcipherkit-vapor-example",
-            dependencies: [
-                "SQLCipherKitFluent", "SQLCipherKitServices",
-                .product(name: "Fluent", package: "fluent"),
-                .product(name: "Vapor", package: "vapor"),
-            ],
-            swiftSettings: strictSwift
-        ),
-        // Release-build benchmark: the Fluent driver on an encrypted file against fluent-sqlite-driver on a
-        // plaintext file (Docs/Performance.md); not a test.
-        .executableTarget(
-            name: "sqlcipherkit-fluent-benchmarks",
-            dependencies: [
-                "SQLCipherKitFluent",
-                .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
-            ],
-            swiftSettings: strictSwift
-        ),
-        .testTarget(
-            name: "SQLCipherKitIntegrationTests",
-            dependencies: [
-                "SQLCipherKitSQLKit", "SQLCipherKitFluent", "SQLCipherKitServices", "SQLCipherKitTestSupport",
-                "sqlcipherkit-hummingbird-example", "sqlcipherkit-vapor-example",
-                .product(name: "SQLKitBenchmark", package: "sql-kit"),
-                .product(name: "FluentBenchmark", package: "fluent-kit"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"),
-            ],
-            swiftSettings: strictSwift
-        ),
-    ]
-}
+targets += [
+    // An SQLKit `SQLDatabase` over `DatabasePool`, with a dialect decided from the linked engine's version.
+    .target(
+        name: "SQLCipherKitSQLKit",
+        dependencies: [
+            "SQLCipherKit",
+            .product(name: "Logging", package: "swift-log"),
+            product("SQLKit", "sql-kit", when: ["SQLKit"]),
+            product("NIOCore", "swift-nio", when: ["SQLKit"]),
+            product("NIOPosix", "swift-nio", when: ["SQLKit"]),
+            product("CoreMetrics", "swift-metrics", when: ["SQLKit"]),
+        ],
+        swiftSettings: strictSwift
+    ),
+    // A Fluent driver over the SQLKit driver: `.sqlcipher(file:keyProvider:)`.
+    .target(
+        name: "SQLCipherKitFluent",
+        dependencies: [
+            "SQLCipherKitSQLKit",
+            product("FluentKit", "fluent-kit", when: ["Fluent"]),
+            product("FluentSQL", "fluent-kit", when: ["Fluent"]),
+        ],
+        swiftSettings: strictSwift
+    ),
+    // The pool as a swift-service-lifecycle Service, metrics, health check and live key rotation.
+    .target(
+        name: "SQLCipherKitServices",
+        dependencies: [
+            "SQLCipherKit",
+            .product(name: "Logging", package: "swift-log"),
+            product("ServiceLifecycle", "swift-service-lifecycle", when: ["Services"]),
+            product("CoreMetrics", "swift-metrics", when: ["Services"]),
+        ],
+        swiftSettings: strictSwift
+    ),
+    // Continuous replication of the encrypted pages and WAL frames to an object store or a folder, and
+    // point-in-time restore (Docs/Replication.md). SigV4 is signed with OpenSSL's libcrypto (no S3 SDK).
+    .target(
+        name: "SQLCipherKitReplication",
+        dependencies: [
+            "SQLCipherKit", "CSQLCipher", "COpenSSL",
+            .product(name: "Logging", package: "swift-log"),
+            product("AsyncHTTPClient", "async-http-client", when: ["Replication"]),
+            product("NIOCore", "swift-nio", when: ["Replication"]),
+            product("CoreMetrics", "swift-metrics", when: ["Replication"]),
+        ],
+        swiftSettings: strictSwift
+    ),
+    .testTarget(
+        name: "SQLCipherKitReplicationTests",
+        dependencies: [
+            "SQLCipherKitReplication", "SQLCipherKitTestSupport", "sqlcipherkit",
+            product("NIOCore", "swift-nio", when: ["Replication"]),
+            product("MetricsTestKit", "swift-metrics", when: ["Replication"]),
+        ],
+        swiftSettings: strictSwift
+    ),
+    // Example services (Docs/Services.md), built and exercised by the integration tests.
+    .executableTarget(
+        name: "sqlcipherkit-hummingbird-example",
+        dependencies: [
+            "SQLCipherKitSQLKit", "SQLCipherKitServices",
+            product("Hummingbird", "hummingbird", when: ["Examples"]),
+            product("SQLKit", "sql-kit", when: ["Examples"]),
+            product("ServiceLifecycle", "swift-service-lifecycle", when: ["Examples"]),
+        ],
+        swiftSettings: strictSwift
+    ),
+    .executableTarget(
+        name: "sqlcipherkit-vapor-example",
+        dependencies: [
+            "SQLCipherKitFluent", "SQLCipherKitServices",
+            product("Fluent", "fluent", when: ["Examples"]),
+            product("Vapor", "vapor", when: ["Examples"]),
+        ],
+        swiftSettings: strictSwift
+    ),
+    // Release-build benchmark: the Fluent driver on an encrypted file against fluent-sqlite-driver on a
+    // plaintext file (Docs/Performance.md); not a test.
+    .executableTarget(
+        name: "sqlcipherkit-fluent-benchmarks",
+        dependencies: [
+            "SQLCipherKitFluent",
+            product("FluentSQLiteDriver", "fluent-sqlite-driver", when: ["Examples"]),
+        ],
+        swiftSettings: strictSwift
+    ),
+    // Each file is wrapped in `#if` of the trait it tests; with every trait off the target is empty.
+    .testTarget(
+        name: "SQLCipherKitIntegrationTests",
+        dependencies: [
+            "SQLCipherKitSQLKit", "SQLCipherKitFluent", "SQLCipherKitServices", "SQLCipherKitTestSupport",
+            "sqlcipherkit-hummingbird-example", "sqlcipherkit-vapor-example",
+            product("SQLKitBenchmark", "sql-kit", when: ["SQLKit"]),
+            product("FluentBenchmark", "fluent-kit", when: ["Fluent"]),
+            product("AsyncHTTPClient", "async-http-client", when: ["Examples"]),
+            product("NIOCore", "swift-nio", when: ["SQLKit", "Examples"]),
+            product("NIOPosix", "swift-nio", when: ["SQLKit", "Examples"]),
+            product("NIOHTTP1", "swift-nio", when: ["Examples"]),
+            product("ServiceLifecycle", "swift-service-lifecycle", when: ["Services"]),
+            product("ServiceLifecycleTestKit", "swift-service-lifecycle", when: ["Services"]),
+            product("MetricsTestKit", "swift-metrics", when: ["Services"]),
+        ],
+        swiftSettings: strictSwift
+    ),
+]
 
 let package = Package(
     name: "SQLCipherKit",
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: products,
+    traits: traits,
     dependencies: dependencies,
     targets: targets
 )

@@ -101,8 +101,42 @@ void CSQLCipherKitSupport_removeRegisteredTemporaryFiles(void) {
     errno = savedErrno;
 }
 
+// What an interrupted run left as it was, printed by the handler (two buffers: one is written while the other may be
+// read by a handler; `activeNote` says which one holds the note, -1 none).
+#define NOTE_CAPACITY 1024
+static char noteBuffers[2][NOTE_CAPACITY];
+static size_t noteLengths[2];
+static _Atomic int activeNote = -1;
+
+void CSQLCipherKitSupport_setInterruptNote(const char *text) {
+    if (text == NULL) {
+        atomic_store(&activeNote, -1);
+        return;
+    }
+    int next = atomic_load(&activeNote) == 0 ? 1 : 0;
+    size_t length = strlen(text);
+    if (length > NOTE_CAPACITY) length = NOTE_CAPACITY;
+    memcpy(noteBuffers[next], text, length);
+    noteLengths[next] = length;
+    atomic_store(&activeNote, next);
+}
+
 static void cleanupAndReraise(int signalNumber) {
     CSQLCipherKitSupport_removeRegisteredTemporaryFiles();
+    int note = atomic_exchange(&activeNote, -1);
+    if (note >= 0) {
+        int savedErrno = errno;
+        const char *next = noteBuffers[note];
+        size_t count = noteLengths[note];
+        while (count > 0) {
+            ssize_t written = write(STDERR_FILENO, next, count);
+            if (written < 0 && errno == EINTR) continue;
+            if (written <= 0) break;
+            next += written;
+            count -= (size_t)written;
+        }
+        errno = savedErrno;
+    }
     struct sigaction defaultAction;
     memset(&defaultAction, 0, sizeof(defaultAction));
     defaultAction.sa_handler = SIG_DFL;

@@ -1,3 +1,4 @@
+#if Fluent  // trait Fluent (Package.swift)
 import Dispatch
 import FluentKit
 import Logging
@@ -174,3 +175,4 @@ extension DatabaseID {
     /// The identifier for an SQLCipher database: `app.databases.use(.sqlcipher(…), as: .sqlcipher)`.
     public static var sqlcipher: DatabaseID { DatabaseID(string: "sqlcipher") }
 }
+#endif

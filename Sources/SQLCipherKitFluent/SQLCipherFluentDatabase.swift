@@ -1,3 +1,4 @@
+#if Fluent  // trait Fluent (Package.swift)
 import FluentKit
 import FluentSQL
 import Logging
@@ -191,3 +192,4 @@ extension SQLCipherKit.DatabaseError: FluentKit.DatabaseError {
         kind == .connectionClosed || resultCode == SQLCipherKit.DatabaseError.SQLITE_CANTOPEN
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -199,3 +200,4 @@ public struct FolderReplicaStore: ReplicaStore {
             : ReplicationError.fileSystem("cannot open \(path)")
     }
 }
+#endif

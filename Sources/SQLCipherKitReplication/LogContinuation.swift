@@ -3,6 +3,7 @@
 /// While the replicator holds its pin, SQLite can restart the log only after a checkpoint the replicator ran
 /// itself, once everything was shipped (``Replicator`` expects that restart then). Any other change of the log
 /// means frames may have been checkpointed and overwritten unshipped: the generation ends there.
+#if Replication  // trait Replication (Package.swift)
 enum LogContinuation: Equatable {
     /// Ship from this position; the first segment starts with the log's header when `includesHeader`.
     case from(WALPosition, includesHeader: Bool)
@@ -42,3 +43,4 @@ enum LogContinuation: Equatable {
                 + " shipped")
     }
 }
+#endif

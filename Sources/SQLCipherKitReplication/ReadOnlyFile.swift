@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -85,3 +86,4 @@ func writeFully(_ descriptor: CInt, _ bytes: UnsafeRawBufferPointer, at offset: 
         done += written
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import SQLCipherKit
 #if canImport(Glibc)
@@ -220,3 +221,4 @@ struct FrameApplier {
         }
     }
 }
+#endif

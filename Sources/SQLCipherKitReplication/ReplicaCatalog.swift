@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import SQLCipherKit
 
@@ -340,3 +341,4 @@ enum ISO8601 {
         return formatter.date(from: text)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -130,3 +131,4 @@ enum ReplicaLayout {
         return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
     }
 }
+#endif

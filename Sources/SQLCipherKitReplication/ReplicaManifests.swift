@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 
 /// `generation.json`: what a generation is. Nothing in it is secret: the engine, the page layout, and for a
@@ -81,3 +82,4 @@ enum ManifestCoding {
         }
     }
 }
+#endif

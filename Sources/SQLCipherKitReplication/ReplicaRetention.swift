@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 
 /// How long a replica keeps its snapshots, and with them the log segments and generations only they need.
@@ -107,3 +108,4 @@ extension Duration {
         return Double(seconds) + Double(attoseconds) / 1e18
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 
 /// Where replicas are kept: an S3-compatible bucket, or a folder (a mounted volume).
@@ -123,3 +124,4 @@ public struct ReplicationError: Error, Sendable, CustomStringConvertible {
     /// `kind: message`.
     public var description: String { "\(kind): \(message)" }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 
 /// The store a replica URL names: `file:///path/to/folder` (a ``FolderReplicaStore``) or
@@ -39,3 +40,4 @@ func s3ReplicaStore(for url: String, endpoint: String?) throws -> any ReplicaSto
     throw ReplicationError(
         .invalidArgument, "s3:// replicas need the S3 store, which this build does not have yet; use file:///path")
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import CSQLCipher
 import Dispatch
 import Foundation
@@ -246,3 +247,4 @@ final class ReplicatedDatabase: @unchecked Sendable {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import CoreMetrics
 
@@ -42,3 +43,4 @@ struct ReplicationMetrics: Sendable {
         if let last = status.lastSuccessfulSync { lastSuccess.record(last.timeIntervalSince1970) }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import SQLCipherKit
 
@@ -176,3 +177,4 @@ extension Replicator {
         logger.info("replication resumed", metadata: ["generation": "\(latest.name)", "index": "\(lastPoint.index)"])
     }
 }
+#endif

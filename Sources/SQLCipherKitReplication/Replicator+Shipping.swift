@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import SQLCipherKit
 
@@ -137,3 +138,4 @@ extension Replicator {
         case done(residue: CapturedRun?, isComplete: Bool)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import Logging
 import SQLCipherKit
@@ -397,3 +398,4 @@ private final class FirstOutcome: Sendable {
         }
     }
 }
+#endif

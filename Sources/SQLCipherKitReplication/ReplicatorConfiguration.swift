@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import CoreMetrics
 import Foundation
 import Logging
@@ -117,3 +118,4 @@ public struct ReplicationStatus: Sendable, Hashable {
         lag > threshold
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import SQLCipherKit
 
@@ -80,3 +81,4 @@ public struct RestoreReport: Sendable {
     /// Its checks with that key.
     public let integrity: IntegrityReport?
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 
 /// What a restore downloads: a generation's snapshot, then its segments up to the restore point.
@@ -111,3 +112,4 @@ struct RestorePlan: Sendable {
         return "; the last good restore point is \(point)"
     }
 }
+#endif

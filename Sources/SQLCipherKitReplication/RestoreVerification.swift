@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import SQLCipherKit
 
 /// Which given key opens a restored database, and whether every page then checks out.
@@ -45,3 +46,4 @@ enum RestoreVerification {
                 + " if its key was changed since (a rotation starts a new generation), verify with the key it had then")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import COpenSSL
 import SQLCipherKit
 
@@ -55,3 +56,4 @@ final class SHA256 {
         return hasher.finishHex()
     }
 }
+#endif

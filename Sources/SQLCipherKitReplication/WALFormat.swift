@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import SQLCipherKit
 
 /// SQLite's write-ahead log as it is on disk (https://www.sqlite.org/fileformat2.html#walformat): a 32-byte header,
@@ -91,3 +92,4 @@ func readBigEndian(_ bytes: UnsafeRawBufferPointer, _ offset: Int) -> UInt32 {
     UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8
         | UInt32(bytes[offset + 3])
 }
+#endif

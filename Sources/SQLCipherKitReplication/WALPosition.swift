@@ -1,6 +1,7 @@
 /// A point in a write-ahead log: which log (its header) and how far into it (the last frame counted, and the running
 /// checksum after it), with the database size the last commit gave. Nothing in it is secret: salts and checksums are
 /// plaintext in the log's frame headers.
+#if Replication  // trait Replication (Package.swift)
 struct WALPosition: Hashable, Sendable, Codable {
     var salt1: UInt32
     var salt2: UInt32
@@ -74,3 +75,4 @@ extension WALFormat {
         return (frameHeader, checksum)
     }
 }
+#endif

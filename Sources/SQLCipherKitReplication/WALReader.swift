@@ -1,5 +1,6 @@
 /// Reads the committed frames of a write-ahead log as raw bytes, checked as SQLite checks them (salts and running
 /// checksums), without a key and without SQLite.
+#if Replication  // trait Replication (Package.swift)
 enum WALReader {
     /// A run of whole transactions in the log file: the bytes from `offset` (the log's header included when the run
     /// starts the log), the position after its last commit frame, and the SHA-256 of those bytes.
@@ -126,3 +127,4 @@ enum WALReader {
         }
     }
 }
+#endif

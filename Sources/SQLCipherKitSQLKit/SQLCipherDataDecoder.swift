@@ -1,3 +1,4 @@
+#if SQLKit  // trait SQLKit (Package.swift)
 import Foundation
 import SQLCipherKit
 @_spi(CodableUtilities) import SQLKit
@@ -147,3 +148,4 @@ public struct SQLCipherDataDecoder: Sendable {
         func decode<T: Decodable>(_: T.Type) throws -> T { try dataDecoder.decode(T.self, from: value) }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SQLKit  // trait SQLKit (Package.swift)
 import Foundation
 import SQLCipherKit
 @_spi(CodableUtilities) import SQLKit
@@ -97,3 +98,4 @@ struct UncheckedSendable<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SQLKit  // trait SQLKit (Package.swift)
 import SQLCipherKit
 import SQLKit
 
@@ -179,3 +180,4 @@ public struct SQLCipherReportedVersion: SQLDatabaseReportedVersion {
         return version < other.version
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SQLKit  // trait SQLKit (Package.swift)
 import SQLCipherKit
 import SQLKit
 
@@ -42,3 +43,4 @@ public struct SQLCipherRow: SQLRow, CustomStringConvertible {
         "SQLCipherRow(" + zip(allColumns, values).map { "\($0): \($1.storageClassName)" }.joined(separator: ", ") + ")"
     }
 }
+#endif

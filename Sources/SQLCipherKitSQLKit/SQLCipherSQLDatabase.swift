@@ -1,3 +1,4 @@
+#if SQLKit  // trait SQLKit (Package.swift)
 import Logging
 import NIOCore
 import NIOPosix
@@ -250,3 +251,4 @@ public struct SQLCipherSQLDatabase: SQLDatabase {
         try await closure(self)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SQLKit  // trait SQLKit (Package.swift)
 import CoreMetrics
 
 /// swift-metrics instruments for ``SQLCipherSQLDatabase`` (and the Fluent driver over it).
@@ -65,3 +66,4 @@ public struct SQLCipherSQLMetrics: Sendable {
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SQLKit  // trait SQLKit (Package.swift)
 import Dispatch
 import SQLCipherKit
 import Synchronization
@@ -89,3 +90,4 @@ final class WriterSession: Sendable {
             "the transaction has ended; use the database the transaction closure received only inside it")
     }
 }
+#endif

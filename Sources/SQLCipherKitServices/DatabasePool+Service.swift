@@ -1,3 +1,4 @@
+#if Services  // trait Services (Package.swift)
 import Dispatch
 import SQLCipherKit
 import ServiceLifecycle
@@ -47,3 +48,4 @@ func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T)
         }
     }
 }
+#endif

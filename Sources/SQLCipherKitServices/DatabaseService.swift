@@ -1,3 +1,4 @@
+#if Services  // trait Services (Package.swift)
 import CoreMetrics
 import Foundation
 import Logging
@@ -566,3 +567,4 @@ public final class DatabaseService: Service, Sendable {
         return fileKey
     }
 }
+#endif

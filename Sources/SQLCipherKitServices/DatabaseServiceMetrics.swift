@@ -1,3 +1,4 @@
+#if Services  // trait Services (Package.swift)
 import CoreMetrics
 
 /// The swift-metrics instruments of a ``DatabaseService``. Every instrument carries one dimension, `database`, the
@@ -61,3 +62,4 @@ extension Timer {
         recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Services  // trait Services (Package.swift)
 import Foundation
 import SQLCipherKit
 #if canImport(Glibc)
@@ -200,3 +201,4 @@ final class KeyHandOver: Sendable {
 }
 
 func errnoText() -> String { String(cString: strerror(errno)) }
+#endif

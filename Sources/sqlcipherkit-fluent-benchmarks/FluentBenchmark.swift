@@ -1,11 +1,12 @@
 // The Fluent driver on an encrypted file against fluent-sqlite-driver on a plaintext file, in one process:
 // create 10,000 models, fetch them all, fetch 1,000 by id. Release build only:
 //
-//   swift run -c release sqlcipherkit-fluent-benchmarks [--rounds N]
+//   swift run -c release --traits Examples sqlcipherkit-fluent-benchmarks [--rounds N]
 //   bash .ci/sqlcipher4 .build/release/sqlcipherkit-fluent-benchmarks      (SQLCipher 4.19)
 //
 // Each round runs both drivers, alternating which goes first; the figures are medians. Docs/Performance.md has
 // the results. Not a test: nothing here asserts a time.
+#if Examples  // trait Examples (Package.swift); otherwise Fallback.swift
 import FluentKit
 import FluentSQLiteDriver
 import Foundation
@@ -151,3 +152,4 @@ enum FluentBenchmark {
         }
     }
 }
+#endif

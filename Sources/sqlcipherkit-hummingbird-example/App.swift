@@ -1,3 +1,4 @@
+#if Examples  // trait Examples (Package.swift); otherwise Fallback.swift
 import Foundation
 import Hummingbird
 import Logging
@@ -85,3 +86,4 @@ struct HummingbirdExample {
         return router
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Examples  // trait Examples (Package.swift); otherwise Fallback.swift
 import Fluent
 import SQLCipherKit
 import SQLCipherKitFluent
@@ -133,3 +134,4 @@ struct CreateNote: AsyncMigration {
         try await database.schema(Note.schema).delete()
     }
 }
+#endif

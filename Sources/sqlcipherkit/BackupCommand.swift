@@ -12,19 +12,21 @@ struct BackupCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup",
         abstract: "Back up an encrypted database into an encrypted copy, online and verified.",
-        discussion: """
+        discussion: CipherOptions.withFoldedNote("""
             Uses SQLite's online backup API: other processes may keep reading and writing the database. The \
             copy gets the same cipher settings, under the source's key or another one (--dest-key-file); it is \
             written under a temporary name (mode 0600), reopened with its key and verified (quick_check, and \
             cipher_integrity_check on SQLCipher 4.2+), flushed, and renamed into place. An existing destination is \
             replaced only with --replace (without it: exit 1, nothing written). On a terminal a progress line \
-            shows the pages copied, then the verification.
+            shows the pages copied, then the verification (--progress plain: timestamped lines for logs).
 
             Example:
               sqlcipherkit backup notes.db /var/backups/notes.db --key-file notes.key
-              sqlcipherkit backup notes.db offsite.db --key-file notes.key --dest-key-file offsite.key --replace
-              sqlcipherkit backup legacy.db legacy-copy.db --key-file legacy.key --cipher-compatibility 3 --json
-            """
+              sqlcipherkit backup notes.db offsite.db --key-file notes.key \\
+                  --dest-key-file offsite.key --replace
+              sqlcipherkit backup legacy.db legacy-copy.db --key-file legacy.key \\
+                  --cipher-compatibility 3 --json
+            """)
     )
 
     @Argument(help: ArgumentHelp("The database to back up.", valueName: "database"))
@@ -39,7 +41,7 @@ struct BackupCommand: OperatorCommand {
     @OptionGroup(title: "Destination key (optional; the source's key by default)")
     var destinationKey: DestinationKeyOptions
 
-    @OptionGroup(title: "Cipher settings")
+    @OptionGroup(title: "Cipher settings (advanced)", visibility: .hidden)
     var cipher: CipherOptions
 
     @Flag(help: "Replace the destination when it exists.")
@@ -47,6 +49,9 @@ struct BackupCommand: OperatorCommand {
 
     @OptionGroup(title: "Output")
     var output: OutputOptions
+
+    @OptionGroup(title: "Output")
+    var display: ProgressOptions
 
     var cipherOptionsForRun: CipherOptions? { cipher }
 
@@ -73,9 +78,14 @@ struct BackupCommand: OperatorCommand {
         let source = try Connection(
             path: database, encryption: try cipher.encryption(for: key), options: OpenOptions(mode: .readOnly))
         let phases = BackupPhases()
-        try PhaseProgress(label: "backup", state: phases.state).run {
+        let note = "nothing changed: \(database) is untouched (a backup only reads it)"
+            + (replacesExisting ? ", \(destination) was left as it was" : ", no backup was written")
+            + " and the unfinished copy was removed"
+        let progress = PhaseProgress(label: "backup", mode: display.progress, interruptNote: note, state: phases.state)
+        try progress.run {
             try source.backup(toPath: destination, encryption: try cipher.encryption(for: destinationKey)) { step in
                 phases.record(step)
+                progress.update()
             }
         }
         source.close()

@@ -7,19 +7,22 @@ struct DecryptCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "decrypt",
         abstract: "Write an UNENCRYPTED copy of an encrypted database (needs --allow-plaintext).",
-        discussion: """
+        discussion: CipherOptions.withFoldedNote("""
             Anyone who can read the copy can read the data: the command refuses to run without \
             --allow-plaintext (exit status 2). The copy is created with mode 0600, verified, and renamed into \
             place; the destination must not exist; the encrypted database is not changed. Delete the copy as soon \
             as it has served its purpose.
 
             On a terminal a progress line shows the pages written, estimated from the size of the file being \
-            written (SQLCipher reports no progress for an export).
+            written (SQLCipher reports no progress for an export); --progress plain prints timestamped lines \
+            for logs instead.
 
             Example:
-              sqlcipherkit decrypt notes.db /tmp/notes-plain.db --key-file notes.key --allow-plaintext
-              sqlcipherkit decrypt legacy.db /tmp/plain.db --key-file legacy.key --cipher-compatibility 2 --allow-plaintext
-            """
+              sqlcipherkit decrypt notes.db /tmp/notes-plain.db --key-file notes.key \\
+                  --allow-plaintext
+              sqlcipherkit decrypt legacy.db /tmp/plain.db --key-file legacy.key \\
+                  --cipher-compatibility 2 --allow-plaintext
+            """)
     )
 
     @Argument(help: ArgumentHelp("The encrypted database.", valueName: "database"))
@@ -31,7 +34,7 @@ struct DecryptCommand: OperatorCommand {
     @OptionGroup(title: "Key")
     var key: KeyOptions
 
-    @OptionGroup(title: "Cipher settings")
+    @OptionGroup(title: "Cipher settings (advanced)", visibility: .hidden)
     var cipher: CipherOptions
 
     @Flag(help: "Confirm that an unencrypted copy is wanted.")
@@ -39,6 +42,9 @@ struct DecryptCommand: OperatorCommand {
 
     @OptionGroup(title: "Output")
     var output: OutputOptions
+
+    @OptionGroup(title: "Output")
+    var display: ProgressOptions
 
     var cipherOptionsForRun: CipherOptions? { cipher }
 
@@ -58,7 +64,10 @@ struct DecryptCommand: OperatorCommand {
         }
         let source = try Connection(path: database, encryption: encryption, options: OpenOptions(mode: .readWrite))
         let growth = ExportGrowth(source: source, destination: destination, destinationPageSize: nil)
-        try PhaseProgress(label: "decrypt") {
+        try PhaseProgress(
+            label: "decrypt", mode: display.progress,
+            interruptNote: "nothing changed: \(database) is untouched and the unfinished plaintext copy was removed"
+        ) {
             growth.state(phase: "writing the plaintext copy (export)")
         }.run { try source.exportDecryptedPlaintextCopy(to: destination) }
         source.close()

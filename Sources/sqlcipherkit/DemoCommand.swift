@@ -51,6 +51,9 @@ struct DemoCommand: OperatorCommand {
         let secret = "the eagle lands at midnight"
 
         print(VersionReport.text)
+        print(
+            "(Two OpenSSL versions because the first is what the engine reports, the headers it was compiled with\n"
+                + " or its own static copy, and the second the libcrypto this process loaded, which makes the keys.)")
         step(1, "Generate a random 256-bit raw key with OpenSSL and store it in a key file (mode 0600).")
         let key = try EncryptionKey.generateRaw()
         try key.write(toKeyFile: keyPath)

@@ -16,15 +16,17 @@ struct EncryptCommand: OperatorCommand {
             The cipher options choose the new file's settings (the engine's defaults otherwise), for example \
             --cipher-compatibility 3 for a file SQLCipher 3 can open. On a terminal a progress line shows the pages \
             written, estimated from the size of the file being written (SQLCipher reports no progress for an \
-            export).
+            export); --progress plain prints timestamped lines for logs instead.
 
             Delete the plaintext original securely once the copy is checked.
 
             Example:
               sqlcipherkit keygen --out notes.key
               sqlcipherkit encrypt legacy.db notes.db --new-key-file notes.key
-              sqlcipherkit encrypt legacy.db shared.db --new-key-file header.key --plaintext-header-size 32
-              sqlcipherkit encrypt legacy.db v3.db --new-key-file notes.key --cipher-compatibility 3 --json
+              sqlcipherkit encrypt legacy.db shared.db --new-key-file header.key \\
+                  --plaintext-header-size 32
+              sqlcipherkit encrypt legacy.db v3.db --new-key-file notes.key \\
+                  --cipher-compatibility 3 --json
             """
     )
 
@@ -43,6 +45,9 @@ struct EncryptCommand: OperatorCommand {
     @OptionGroup(title: "Output")
     var output: OutputOptions
 
+    @OptionGroup(title: "Output")
+    var display: ProgressOptions
+
     var cipherOptionsForRun: CipherOptions? { cipher }
 
     func validate() throws {
@@ -57,7 +62,10 @@ struct EncryptCommand: OperatorCommand {
         }
         let source = try Connection(path: plaintext, encryption: .none, options: OpenOptions(mode: .readWrite))
         let growth = ExportGrowth(source: source, destination: destination, destinationPageSize: cipher.effectivePageSize)
-        try PhaseProgress(label: "encrypt") {
+        try PhaseProgress(
+            label: "encrypt", mode: display.progress,
+            interruptNote: "nothing changed: \(plaintext) is untouched and the unfinished encrypted copy was removed"
+        ) {
             growth.state(phase: "writing the encrypted copy (export)")
         }.run { try source.exportEncrypted(to: destination, key: key, settings: settings) }
         source.close()

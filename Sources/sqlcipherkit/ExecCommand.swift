@@ -11,7 +11,7 @@ struct ExecCommand: SQLSessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "exec",
         abstract: "Run SQL statements on an encrypted database and print the rows.",
-        discussion: """
+        discussion: CipherOptions.withFoldedNote("""
             The SQL comes from the argument, from standard input when the argument is - (not with --key-stdin), \
             or from a file with --file. The statements run one after the other (not in one transaction unless \
             the SQL says so) and stop at the first error. A missing database is an error unless --create is \
@@ -30,13 +30,16 @@ struct ExecCommand: SQLSessionCommand {
 
             Example:
               sqlcipherkit exec notes.db --key-file notes.key "SELECT count(*) FROM note"
-              sqlcipherkit exec new.db --key-env NOTES_KEY --create --header "CREATE TABLE t(x); INSERT INTO t VALUES (1); SELECT * FROM t"
+              sqlcipherkit exec new.db --key-env NOTES_KEY --create --header \\
+                  "CREATE TABLE t(x); INSERT INTO t VALUES (1); SELECT * FROM t"
               sqlcipherkit exec notes.db --key-env K --mode csv "SELECT * FROM note"
               sqlcipherkit exec notes.db --key-file notes.key --file migrate.sql
               sqlcipherkit exec notes.db --key-file notes.key - < migrate.sql
-              sqlcipherkit exec legacy-plain.db --plaintext "SELECT count(*) FROM sqlite_master"
-              sqlcipherkit exec notes.db --key-file notes.key --json "SELECT id, body FROM note"
-            """
+              sqlcipherkit exec legacy-plain.db --plaintext \\
+                  "SELECT count(*) FROM sqlite_master"
+              sqlcipherkit exec notes.db --key-file notes.key --json \\
+                  "SELECT id, body FROM note"
+            """)
     )
 
     @Argument(help: ArgumentHelp("The database.", valueName: "database"))
@@ -52,7 +55,7 @@ struct ExecCommand: SQLSessionCommand {
     @OptionGroup(title: "Key")
     var key: KeyOptions
 
-    @OptionGroup(title: "Cipher settings")
+    @OptionGroup(title: "Cipher settings (advanced)", visibility: .hidden)
     var cipher: CipherOptions
 
     @Flag(help: "Open a plaintext (unencrypted) database, without a key.")

@@ -6,7 +6,7 @@ struct InfoCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
         abstract: "Show the engine versions and what a database file is; with its key, its settings.",
-        discussion: """
+        discussion: CipherOptions.withFoldedNote("""
             Without a key: whether the file looks encrypted (no SQLite header), is a plaintext SQLite database, \
             has a plaintext SQLite header but does not open without a key (SQLCipher 4 with a plaintext header), \
             is empty, or is missing. With the key (or for a plaintext database): page size and count, journal \
@@ -22,7 +22,7 @@ struct InfoCommand: OperatorCommand {
               sqlcipherkit info notes.db
               sqlcipherkit info notes.db --key-file notes.key --json
               sqlcipherkit info legacy.db --key-file legacy.key --cipher-compatibility 3
-            """
+            """)
     )
 
     @Argument(help: ArgumentHelp("The database file.", valueName: "database"))
@@ -31,7 +31,7 @@ struct InfoCommand: OperatorCommand {
     @OptionGroup(title: "Key (optional)")
     var key: KeyOptions
 
-    @OptionGroup(title: "Cipher settings")
+    @OptionGroup(title: "Cipher settings (advanced)", visibility: .hidden)
     var cipher: CipherOptions
 
     @OptionGroup(title: "Output")

@@ -256,6 +256,19 @@ struct CipherOptions: ParsableArguments {
         }
     }
 
+    /// What a subcommand whose cipher options are folded (`@OptionGroup(…, visibility: .hidden)`) says in its
+    /// `--help`, before its examples: they are there, and `--help-hidden` lists them.
+    static let foldedNote = """
+        Files made with other cipher settings than the engine's defaults (a SQLCipher 3 file on SQLCipher 4: \
+        --cipher-compatibility 3) take the 11 cipher options, listed by --help-hidden.
+        """
+
+    /// `discussion` with ``foldedNote`` as its last paragraph before the examples.
+    static func withFoldedNote(_ discussion: String) -> String {
+        guard let examples = discussion.range(of: "\n\nExample") else { return discussion + "\n\n" + foldedNote }
+        return discussion[..<examples.lowerBound] + "\n\n" + foldedNote + discussion[examples.lowerBound...]
+    }
+
     /// `--hmac-salt-mask` as a byte.
     var hmacSaltMaskValue: UInt8? {
         guard var text = hmacSaltMask?.lowercased() else { return nil }

@@ -13,11 +13,13 @@ struct MigrateCommand: OperatorCommand {
             256,000 iterations, HMAC-SHA512), verified, and renamed over the original in one atomic step. \
             SQLCipher 3 cannot open the result. The cipher options set the new file's settings where they should \
             differ from SQLCipher 4's defaults, for example --plaintext-header-size 32 (with --salt-file or a key \
-            file x'<96 hex>'). On a terminal a progress line names the phase and the pages written.
+            file x'<96 hex>'). On a terminal a progress line names the phase and the pages written (--progress plain: timestamped lines for logs).
 
             Example:
-              sqlcipherkit migrate legacy.db --key-file legacy.key --backup-dir /var/backups
-              sqlcipherkit migrate legacy.db --key-file legacy-with-salt.key --plaintext-header-size 32 --json
+              sqlcipherkit migrate legacy.db --key-file legacy.key \\
+                  --backup-dir /var/backups
+              sqlcipherkit migrate legacy.db --key-file legacy-with-salt.key \\
+                  --plaintext-header-size 32 --json
             """
     )
 
@@ -29,7 +31,10 @@ struct MigrateCommand: OperatorCommand {
 
     @Option(
         name: .customLong("backup-dir"),
-        help: ArgumentHelp("Write a verified copy of the original (SQLCipher 3 format) here first.", valueName: "dir"))
+        help: ArgumentHelp(
+            "Write a verified copy of the original (SQLCipher 3 format) here first, named"
+                + " <name>.<unix time>-<random>.before-rotation.",
+            valueName: "dir"))
     var backupDirectory: String?
 
     @Option(help: ArgumentHelp("How long to wait for other connections' locks.", valueName: "seconds"))
@@ -40,6 +45,9 @@ struct MigrateCommand: OperatorCommand {
 
     @OptionGroup(title: "Output")
     var output: OutputOptions
+
+    @OptionGroup(title: "Output")
+    var display: ProgressOptions
 
     var cipherOptionsForRun: CipherOptions? { cipher }
 
@@ -71,9 +79,18 @@ struct MigrateCommand: OperatorCommand {
             path: database, oldEncryption: .key(key, settings: .sqlcipher3),
             newEncryption: .key(key, settings: newSettings), method: .copy, backupDirectory: backupDirectory,
             lockTimeout: .milliseconds(Int(lockTimeout * 1000)))
-        let phases = RotationPhases(path: database, pageSize: 1024, isInPlace: false, backupDirectory: backupDirectory)
-        let result = try PhaseProgress(label: "migrate \(database)", state: phases.state).run {
-            try KeyRotation.rotate(request) { step in phases.record(step) }
+        let phases = RotationPhases(
+            path: database, pageSize: 1024, isInPlace: false, backupDirectory: backupDirectory, wording: .migration)
+        let note = "nothing changed unless the migration had reached the final rename of the verified copy: \(database)"
+            + " is the SQLCipher 3 original if it had not, the verified SQLCipher 4 file if it had, under the same key"
+            + " (sqlcipherkit info tells which); the unfinished copy was removed"
+        let progress = PhaseProgress(
+            label: "migrate \(database)", mode: display.progress, interruptNote: note, state: phases.state)
+        let result = try progress.run {
+            try KeyRotation.rotate(request) { step in
+                phases.record(step)
+                progress.update()
+            }
         }
         Output.setJSONResult(
             MigrationReport(

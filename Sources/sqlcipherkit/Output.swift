@@ -15,6 +15,9 @@ enum Output {
     /// Tests set it to see progress in captured output, as a terminal would.
     @TaskLocal static var treatsCaptureAsTerminal = false
 
+    /// Tests set it so that `--progress plain` prints a line at every update, not every few seconds.
+    @TaskLocal static var progressPrintsEveryUpdate = false
+
     /// The JSON report of a command run with `--json`; `nil` for text output.
     @TaskLocal static var jsonReport: JSONReport?
 

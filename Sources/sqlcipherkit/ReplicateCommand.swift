@@ -1,4 +1,4 @@
-#if canImport(SQLCipherKitReplication)
+#if Replication  // trait Replication (Package.swift)
 import ArgumentParser
 import Dispatch
 import Foundation
@@ -16,7 +16,7 @@ struct ReplicateCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "replicate",
         abstract: "Ship an encrypted database continuously to a replica, until SIGTERM.",
-        discussion: """
+        discussion: CipherOptions.withFoldedNote("""
             Runs next to the service that writes the database (which must be in WAL mode): every --sync-interval \
             it uploads the new log frames, as they are on disk (encrypted: nothing is decrypted, the key is used \
             only to hold a read transaction), checkpoints once they are shipped, and keeps a snapshot of the file \
@@ -26,9 +26,11 @@ struct ReplicateCommand: OperatorCommand {
             Store failures are logged and retried; the database is never blocked by them. See Docs/Replication.md.
 
             Example:
-              sqlcipherkit replicate notes.db --key-file notes.key --to file:///mnt/replica/notes
-              sqlcipherkit replicate notes.db --key-env NOTES_KEY --to file:///mnt/replica/notes --sync-interval 5s
-            """
+              sqlcipherkit replicate notes.db --key-file notes.key \\
+                  --to file:///mnt/replica/notes
+              sqlcipherkit replicate notes.db --key-env NOTES_KEY \\
+                  --to file:///mnt/replica/notes --sync-interval 5s
+            """)
     )
 
     @Argument(help: ArgumentHelp("The database (in WAL mode).", valueName: "database"))
@@ -58,7 +60,7 @@ struct ReplicateCommand: OperatorCommand {
     @OptionGroup(title: "Key")
     var key: KeyOptions
 
-    @OptionGroup(title: "Cipher settings")
+    @OptionGroup(title: "Cipher settings (advanced)", visibility: .hidden)
     var cipher: CipherOptions
 
     @OptionGroup(title: "Output")

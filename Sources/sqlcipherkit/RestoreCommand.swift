@@ -1,4 +1,4 @@
-#if canImport(SQLCipherKitReplication)
+#if Replication  // trait Replication (Package.swift)
 import ArgumentParser
 import Foundation
 import SQLCipherKit
@@ -10,7 +10,7 @@ struct RestoreCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
         abstract: "Restore a database from a replica into a new file, as it was at a point in time.",
-        discussion: """
+        discussion: CipherOptions.withFoldedNote("""
             Writes the replica's snapshot, then every log frame up to the restore point, byte for byte as the \
             database file was then (checkpointed). No key is needed: the bytes stay encrypted. Every object is \
             checked against its SHA-256 and every frame against the log's own checksums; a damaged or missing \
@@ -20,13 +20,15 @@ struct RestoreCommand: OperatorCommand {
             the result is opened and checked first (quick_check, cipher_integrity_check on SQLCipher 4.2+): a key \
             that does not open it exits with 3 and nothing is written. Without --at or --generation, the newest \
             restore point is restored. `sqlcipherkit snapshots URL` lists them. A progress line shows on a \
-            terminal.
+            terminal (--progress plain: timestamped lines for logs).
 
             Example:
               sqlcipherkit restore file:///mnt/replica/notes notes-restored.db
-              sqlcipherkit restore file:///mnt/replica/notes notes.db --at 2026-11-24T10:00:00Z --key-file notes.key
-              sqlcipherkit restore file:///mnt/replica/notes notes.db --generation 20261124T100000123Z-1f2e3d4c --index 42
-            """
+              sqlcipherkit restore file:///mnt/replica/notes notes.db \\
+                  --at 2026-11-24T10:00:00Z --key-file notes.key
+              sqlcipherkit restore file:///mnt/replica/notes notes.db \\
+                  --generation 20261124T100000123Z-1f2e3d4c --index 42
+            """)
     )
 
     @Argument(help: ArgumentHelp("The replica: file:///path or s3://BUCKET/PREFIX.", valueName: "url"))
@@ -55,11 +57,14 @@ struct RestoreCommand: OperatorCommand {
     @OptionGroup(title: "Key (optional: to verify the restored file)")
     var key: KeyOptions
 
-    @OptionGroup(title: "Cipher settings")
+    @OptionGroup(title: "Cipher settings (advanced)", visibility: .hidden)
     var cipher: CipherOptions
 
     @OptionGroup(title: "Output")
     var output: OutputOptions
+
+    @OptionGroup(title: "Output")
+    var display: ProgressOptions
 
     var cipherOptionsForRun: CipherOptions? { cipher }
 
@@ -90,7 +95,9 @@ struct RestoreCommand: OperatorCommand {
         } ?? []
         let replica = Replica(store: try replicaOptions.store(self.replica))
         let state = Mutex(PhaseState(phase: "reading the replica's listing"))
+        let progressBox = Mutex<PhaseProgress?>(nil)
         let options = RestoreOptions(replacesExisting: replace, verificationKeys: keys) { progress in
+            defer { progressBox.withLock { $0 }?.update() }
             state.withLock {
                 $0 = progress.completedByteCount < progress.totalByteCount || keys.isEmpty
                     ? PhaseState(
@@ -101,7 +108,13 @@ struct RestoreCommand: OperatorCommand {
         }
         let destination = destination
         let target = target
-        let report = try PhaseProgress(label: "restore", state: { state.withLock { $0 } }).run {
+        let note = "nothing changed: the replica is only read, "
+            + (replace ? "\(destination) was left as it was" : "nothing was written to \(destination)")
+            + " and the unfinished restore was removed"
+        let progress = PhaseProgress(
+            label: "restore", mode: display.progress, interruptNote: note, state: { state.withLock { $0 } })
+        progressBox.withLock { $0 = progress }
+        let report = try progress.run {
             try waitFor {
                 do {
                     return try await replica.restore(to: destination, at: target, options: options)

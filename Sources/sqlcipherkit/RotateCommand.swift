@@ -11,7 +11,7 @@ struct RotateCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "rotate",
         abstract: "Change the key of one or more encrypted databases, safely.",
-        discussion: """
+        discussion: CipherOptions.withFoldedNote("""
             Each database is rotated on its own: it ends with the new key, or it is left exactly as it was (a \
             failure of one does not stop the others). Before anything changes the current key is checked, other \
             processes holding the file are refused, and an exclusive lock is taken (waiting at most \
@@ -26,14 +26,16 @@ struct RotateCommand: OperatorCommand {
 
             On a terminal a progress line names the phase (keeping the original, writing the copy, rekeying in \
             place, verifying) with pages done; for steps SQLCipher reports nothing about, the count is estimated \
-            from the size of the file being written. Cipher options give settings other than the engine's \
-            defaults (the same before and after).
+            from the size of the file being written; --progress plain prints timestamped lines for logs instead.
 
             Example:
-              sqlcipherkit rotate notes.db --key-file old.key --new-key-file new.key --backup-dir /var/backups
-              sqlcipherkit rotate tenants/*.db --key-env OLD_KEY --new-key-env NEW_KEY --method in-place --json
-              sqlcipherkit rotate legacy.db --key-file old.key --new-key-file new.key --cipher-compatibility 3
-            """
+              sqlcipherkit rotate notes.db --key-file old.key --new-key-file new.key \\
+                  --backup-dir /var/backups
+              sqlcipherkit rotate tenants/*.db --key-env OLD_KEY --new-key-env NEW_KEY \\
+                  --method in-place --json
+              sqlcipherkit rotate legacy.db --key-file old.key --new-key-file new.key \\
+                  --cipher-compatibility 3
+            """)
     )
 
     @Argument(help: ArgumentHelp("The databases to rotate.", valueName: "database"))
@@ -45,7 +47,7 @@ struct RotateCommand: OperatorCommand {
     @OptionGroup(title: "New key")
     var newKey: NewKeyOptions
 
-    @OptionGroup(title: "Cipher settings (the same before and after)")
+    @OptionGroup(title: "Cipher settings (advanced) (the same before and after)", visibility: .hidden)
     var cipher: CipherOptions
 
     @Option(help: ArgumentHelp("copy (default) or in-place.", valueName: "method"))
@@ -54,7 +56,9 @@ struct RotateCommand: OperatorCommand {
     @Option(
         name: .customLong("backup-dir"),
         help: ArgumentHelp(
-            "Write a verified copy of each original (under the old key) into this folder first.", valueName: "dir"))
+            "Write a verified copy of each original (under the old key) into this folder first, named"
+                + " <name>.<unix time>-<random>.before-rotation.",
+            valueName: "dir"))
     var backupDirectory: String?
 
     @Option(help: ArgumentHelp("How long to wait for other connections' locks.", valueName: "seconds"))
@@ -68,6 +72,9 @@ struct RotateCommand: OperatorCommand {
 
     @OptionGroup(title: "Output")
     var output: OutputOptions
+
+    @OptionGroup(title: "Output")
+    var display: ProgressOptions
 
     var cipherOptionsForRun: CipherOptions? { cipher }
 
@@ -120,8 +127,14 @@ struct RotateCommand: OperatorCommand {
             let phases = RotationPhases(
                 path: request.path, pageSize: cipher.effectivePageSize, isInPlace: method == .inPlace,
                 backupDirectory: backupDirectory)
-            return PhaseProgress(label: "rotate \(request.path)", state: phases.state).run {
-                KeyRotation.rotateAll([request]) { _, step in phases.record(step) }[0]
+            let progress = PhaseProgress(
+                label: "rotate \(request.path)", mode: display.progress,
+                interruptNote: Self.interruptNote(path: request.path, method: method), state: phases.state)
+            return progress.run {
+                KeyRotation.rotateAll([request]) { _, step in
+                    phases.record(step)
+                    progress.update()
+                }[0]
             }
         }
 
@@ -137,6 +150,16 @@ struct RotateCommand: OperatorCommand {
                 "\(failedCount) of \(results.count) database(s) not rotated; each was left as it was",
                 status: ExitStatus.combined(statuses))
         }
+    }
+
+    /// What an interrupted rotation left: the file opens with exactly one of the two keys, the current one unless
+    /// the rotation had come to its last step (the rename of the verified copy, or the commit of the rekey).
+    static func interruptNote(path: String, method: RotationMethod) -> String {
+        let last = method == .copy ? "the final rename of the verified copy" : "the commit of the rekey"
+        return "nothing changed unless the rotation had reached \(last): \(path) opens with exactly one of the two"
+            + " keys, the current one if it had not (sqlcipherkit verify tells which)"
+            + (method == .copy ? "; the unfinished copy was removed" : "; an unfinished rekey is rolled back when the"
+                + " file is next opened")
     }
 
     /// A plaintext-header database does not store its salt. When it is kept in the old key file (not in a

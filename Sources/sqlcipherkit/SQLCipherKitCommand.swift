@@ -22,7 +22,8 @@ struct SQLCipherKitCommand: ParsableCommand {
 
             Examples:
               sqlcipherkit keygen --out notes.key
-              sqlcipherkit rotate notes.db --key-file notes.key --new-key-file notes-new.key
+              sqlcipherkit rotate notes.db --key-file notes.key \\
+                  --new-key-file notes-new.key
               sqlcipherkit --version
             """,
         version: VersionReport.text,
@@ -33,8 +34,8 @@ struct SQLCipherKitCommand: ParsableCommand {
         ] + replicationCommands
     )
 
-    /// `replicate`, `restore` and `snapshots` come with the replication product (left out of a core-only build).
-    #if canImport(SQLCipherKitReplication)
+    /// `replicate`, `restore` and `snapshots` come with the package trait Replication (off by default).
+    #if Replication  // trait Replication (Package.swift)
     static let replicationCommands: [any ParsableCommand.Type] = [
         ReplicateCommand.self, RestoreCommand.self, SnapshotsCommand.self,
     ]

@@ -1,4 +1,4 @@
-#if canImport(SQLCipherKitReplication)
+#if Replication  // trait Replication (Package.swift)
 import ArgumentParser
 import Foundation
 import SQLCipherKitReplication

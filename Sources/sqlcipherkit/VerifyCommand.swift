@@ -7,7 +7,7 @@ struct VerifyCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: "Check that a key opens a database and that every page is intact.",
-        discussion: """
+        discussion: CipherOptions.withFoldedNote("""
             Opens the database read-only with the key (a wrong key exits with 3), then runs PRAGMA quick_check \
             (every page is read, so decrypted and its HMAC checked) and, on SQLCipher 4.2 or later, PRAGMA \
             cipher_integrity_check, which must return no rows, and checks the -wal frame by frame: a frame that \
@@ -16,13 +16,15 @@ struct VerifyCommand: OperatorCommand {
             summarised. A hot journal (a transaction a crash left unfinished) is reported, and the database is \
             checked as its rollback will leave it. Nothing is written and nothing is created: a rollback is played \
             in memory (about the journal's size), and no -wal or -shm is made. A progress line shows while the \
-            check runs when standard error is a terminal.
+            check runs when standard error is a terminal (--progress plain: timestamped lines for logs).
 
             Example:
               sqlcipherkit verify notes.db --key-file notes.key
-              sqlcipherkit verify legacy.db --key-env LEGACY_KEY --cipher-compatibility 3 --json
-              sqlcipherkit verify old.db --key-file old.key --cipher-compatibility 2 --hmac-pgno be
-            """
+              sqlcipherkit verify legacy.db --key-env LEGACY_KEY --cipher-compatibility 3 \\
+                  --json
+              sqlcipherkit verify old.db --key-file old.key --cipher-compatibility 2 \\
+                  --hmac-pgno be
+            """)
     )
 
     @Argument(help: ArgumentHelp("The database.", valueName: "database"))
@@ -31,11 +33,14 @@ struct VerifyCommand: OperatorCommand {
     @OptionGroup(title: "Key")
     var key: KeyOptions
 
-    @OptionGroup(title: "Cipher settings")
+    @OptionGroup(title: "Cipher settings (advanced)", visibility: .hidden)
     var cipher: CipherOptions
 
     @OptionGroup(title: "Output")
     var output: OutputOptions
+
+    @OptionGroup(title: "Output")
+    var display: ProgressOptions
 
     var cipherOptionsForRun: CipherOptions? { cipher }
 
@@ -47,7 +52,9 @@ struct VerifyCommand: OperatorCommand {
         guard FileFacts.isNonEmptyFile(database) else {
             throw CommandFailure("\(database) does not exist or is empty; nothing to verify", kind: "missingFile")
         }
-        let verification = try PhaseProgress(label: "verify") {
+        let verification = try PhaseProgress(
+            label: "verify", mode: display.progress, interruptNote: "nothing changed: verify only reads \(database)"
+        ) {
             PhaseState(phase: "reading and checking every page (quick_check, cipher_integrity_check) and the -wal")
         }.run { try DatabaseVerification.verify(path: database, encryption: encryption, busyTimeout: .seconds(5)) }
         let summary = VerificationReport(verification)

@@ -1,3 +1,4 @@
+#if Services  // trait Services (Package.swift)
 import Dispatch
 import Foundation
 import Logging
@@ -178,3 +179,4 @@ struct DatabaseServiceTests {
         _ = try await service.checkHealth()
     }
 }
+#endif

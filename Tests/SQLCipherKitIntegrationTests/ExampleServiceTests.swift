@@ -1,3 +1,4 @@
+#if Examples  // trait Examples (Package.swift)
 import AsyncHTTPClient
 import Foundation
 import NIOHTTP1
@@ -147,3 +148,4 @@ final class VaporLoadState: Sendable {
     let isTerminating = Atomic(false)
     let unexpected = Mutex<[String]>([])
 }
+#endif

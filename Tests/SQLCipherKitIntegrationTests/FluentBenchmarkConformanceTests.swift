@@ -1,3 +1,4 @@
+#if Fluent  // trait Fluent (Package.swift)
 import FluentBenchmark
 import FluentKit
 import Foundation
@@ -100,3 +101,4 @@ final class FluentBenchmarkConformanceTests: XCTestCase {
         try await super.tearDown()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Services  // trait Services (Package.swift)
 import Foundation
 import Logging
 import SQLCipherKit
@@ -305,3 +306,4 @@ final class CapturingLog: Sendable {
         }
     }
 }
+#endif

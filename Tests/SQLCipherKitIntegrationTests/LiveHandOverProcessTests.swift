@@ -1,3 +1,4 @@
+#if Examples  // trait Examples (Package.swift)
 import AsyncHTTPClient
 import Foundation
 import NIOHTTP1
@@ -177,3 +178,4 @@ final class LoadOutcome: Sendable {
         failures = Mutex(Array(repeating: [], count: serviceCount))
     }
 }
+#endif

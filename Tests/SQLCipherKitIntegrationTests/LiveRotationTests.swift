@@ -1,3 +1,4 @@
+#if Examples  // trait Examples (Package.swift)
 import AsyncHTTPClient
 import Foundation
 import NIOHTTP1
@@ -116,3 +117,4 @@ final class LoadState: Sendable {
     let acknowledged = Mutex<[Int: String]>([:])
     let failures = Mutex<[String]>([])
 }
+#endif

@@ -1,3 +1,4 @@
+#if SQLKit  // trait SQLKit (Package.swift)
 import Foundation
 import Logging
 import SQLCipherKit
@@ -125,3 +126,4 @@ final class LogCapture: LogHandler, @unchecked Sendable {
     }
     var text: String { lines.withLock { $0.joined(separator: "\n") } }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SQLKit  // trait SQLKit (Package.swift)
 import Logging
 import SQLCipherKit
 import SQLCipherKitSQLKit
@@ -56,3 +57,4 @@ final class SQLKitBenchmarkConformanceTests: XCTestCase {
         try await super.tearDown()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import SQLCipherKit
 @testable import SQLCipherKitReplication
@@ -158,3 +159,4 @@ func runTool(_ arguments: [String]) throws -> Int32 {
     process.waitUntilExit()
     return process.terminationStatus
 }
+#endif

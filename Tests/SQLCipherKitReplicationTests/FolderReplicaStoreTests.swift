@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import SQLCipherKitReplication
 import SQLCipherKitTestSupport
@@ -58,3 +59,4 @@ private func fileMode(_ path: String) throws -> Int {
     let attributes = try FileManager.default.attributesOfItem(atPath: path)
     return (attributes[.posixPermissions] as? Int ?? 0) & 0o777
 }
+#endif

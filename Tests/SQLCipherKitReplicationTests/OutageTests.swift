@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import MetricsTestKit
 import SQLCipherKit
@@ -172,3 +173,4 @@ func checkpointedCopy(of path: String, key: EncryptionKey, in folder: TemporaryD
     db.close()
     return try fileBytes(copy)
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import SQLCipherKit
 @testable import SQLCipherKitReplication
@@ -112,3 +113,4 @@ struct ReplicaDamageTests {
         await fixture.close()
     }
 }
+#endif

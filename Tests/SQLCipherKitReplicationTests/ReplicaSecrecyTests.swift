@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import SQLCipherKit
 @testable import SQLCipherKitReplication
@@ -61,3 +62,4 @@ func containsBytes(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         haystack[start] == needle[0] && Array(haystack[start..<(start + needle.count)]) == needle
     }
 }
+#endif

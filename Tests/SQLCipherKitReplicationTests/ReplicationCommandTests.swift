@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import SQLCipherKit
 @testable import SQLCipherKitReplication
@@ -132,3 +133,4 @@ struct ReplicationCommandTests {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import SQLCipherKit
 @testable import SQLCipherKitReplication
@@ -154,3 +155,4 @@ func flipByte(in path: String, at offset: Int) throws {
 func folderEntries(_ path: String) throws -> [String] {
     try FileManager.default.contentsOfDirectory(atPath: path).sorted()
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import SQLCipherKit
 @testable import SQLCipherKitReplication
@@ -124,3 +125,4 @@ struct RestoreExactnessTests {
         await fixture.close()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import SQLCipherKit
 @testable import SQLCipherKitReplication
@@ -81,3 +82,4 @@ struct RetentionTests {
         await fixture.close()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import SQLCipherKit
 @testable import SQLCipherKitReplication
@@ -78,3 +79,4 @@ struct WALReaderTests {
         #expect(LogContinuation.decide(header: nil, shipped: shipped, expectsRestart: true, needsHeader: false) == .nothingYet)
     }
 }
+#endif

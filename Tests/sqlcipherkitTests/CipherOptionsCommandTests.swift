@@ -160,14 +160,14 @@ struct CipherOptionsCommandTests {
         #expect(parsingStatus(["verify", "x.db", "--key-file", keyPath] + options) == .usage)
     }
 
-    @Test("every subcommand that opens a file has the whole cipher option group, with an example in its help")
+    @Test("every subcommand that opens a file has the whole cipher option group (folded: --help-hidden), with an example")
     func everywhere() {
         let opensFiles: [any ParsableCommand.Type] = [
             RotateCommand.self, VerifyCommand.self, InfoCommand.self, EncryptCommand.self, DecryptCommand.self,
             BackupCommand.self, MigrateCommand.self, ExecCommand.self,
         ]
         for command in opensFiles {
-            let help = command.helpMessage()
+            let help = command.helpMessage(includeHidden: true)
             for option in ["--page-size", "--kdf-iterations", "--hmac", "--no-hmac", "--kdf-algorithm",
                            "--hmac-algorithm", "--salt-file", "--plaintext-header-size", "--cipher-compatibility",
                            "--hmac-pgno", "--fast-kdf-iterations", "--hmac-salt-mask"] {

@@ -340,8 +340,11 @@ struct ReplacementSafetyTests {
 
         for testCase in cases {
             for signal in [SIGINT, SIGTERM] {
-                _ = try interrupt(
+                let interrupted = try interrupt(
                     testCase.arguments(), folder: testCase.folder, signal: signal, label: "\(testCase.name) \(signal)")
+                // It says what it left as it was (the copy's source is only read).
+                #expect(interrupted.standardError.contains("interrupted: nothing changed: "), "\(interrupted)")
+                #expect(interrupted.standardError.contains("is untouched"), "\(interrupted)")
                 #expect(temporaryFiles(in: scratch.path(testCase.folder)).isEmpty,
                         "\(testCase.name), signal \(signal): \(temporaryFiles(in: scratch.path(testCase.folder)))")
                 #expect(
@@ -375,7 +378,10 @@ struct ReplacementSafetyTests {
             ["rotate", "enc/big.db", "--method", "copy", "--key-file", sourceKey.path, "--new-key-file", otherKey.path]
         }
         for signal in [SIGINT, SIGTERM] {
-            _ = try interrupt(rotate(), folder: "enc", signal: signal, label: "rotate \(signal)")
+            let interrupted = try interrupt(rotate(), folder: "enc", signal: signal, label: "rotate \(signal)")
+            #expect(
+                interrupted.standardError.contains("interrupted: nothing changed unless the rotation had reached the"
+                    + " final rename of the verified copy"), "\(interrupted)")
             #expect(temporaryFiles(in: scratch.path("enc")).isEmpty, "rotate, signal \(signal)")
             #expect(!opens(source, with: otherKey.key))
             try checkSource()

@@ -19,6 +19,10 @@ void CSQLCipherKitSupport_removeRegisteredTemporaryFiles(void);
 /// thread (call it from the main thread, before other threads start). Returns 0, or -1 with errno.
 int CSQLCipherKitSupport_installCleanupSignalHandlers(void);
 
+/// The text the handlers of `installCleanupSignalHandlers` write to standard error before the signal ends the
+/// process (copied, at most 1024 bytes; NULL: none).
+void CSQLCipherKitSupport_setInterruptNote(const char *text);
+
 /// Starts the guardian: a small child process in a session of its own that learns every registered file through a
 /// socket and, when it closes (this process ended in any way, SIGKILL included), removes the files still
 /// registered, then exits. It ignores the terminal's signals and closes every other descriptor it inherited (so it

@@ -206,6 +206,15 @@ public enum TemporaryFiles {
         }
     }
 
+    /// Sets what the handlers of ``installSignalCleanup()`` write to standard error when a signal ends the process,
+    /// after removing the temporary files: what the interrupted step left as it was (the CLI says, for example,
+    /// that the original file is untouched). `nil` removes it. The text is copied (at most 1,024 bytes); it must
+    /// hold no key material.
+    public static func setInterruptNote(_ text: String?) {
+        guard let text else { return CSQLCipherKitSupport_setInterruptNote(nil) }
+        CSQLCipherKitSupport_setInterruptNote(text)
+    }
+
     /// Removes every temporary database file in progress (async-signal-safe: it only calls `unlink`).
     public static func removeAll() {
         CSQLCipherKitSupport_removeRegisteredTemporaryFiles()

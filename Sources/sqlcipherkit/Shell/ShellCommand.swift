@@ -11,7 +11,7 @@ struct ShellCommand: SQLSessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "shell",
         abstract: "An interactive SQL shell on an encrypted database, keyed once.",
-        discussion: """
+        discussion: CipherOptions.withFoldedNote("""
             The key comes from --key-file or --key-env, or is asked without echo; never from an argument, never \
             in SQL (PRAGMA key and every cipher PRAGMA are refused, as in exec). A statement ends with a \
             semicolon and may span lines. Lines that start with a dot are commands; .help lists them: .tables, \
@@ -36,7 +36,7 @@ struct ShellCommand: SQLSessionCommand {
               sqlcipherkit shell notes.db --key-file notes.key
               sqlcipherkit shell notes.db --key-file notes.key < report.sql
               sqlcipherkit shell notes.db --key-env NOTES_KEY --mode box
-            """
+            """)
     )
 
     @Argument(help: ArgumentHelp("The database.", valueName: "database"))
@@ -45,7 +45,7 @@ struct ShellCommand: SQLSessionCommand {
     @OptionGroup(title: "Key")
     var key: KeyOptions
 
-    @OptionGroup(title: "Cipher settings")
+    @OptionGroup(title: "Cipher settings (advanced)", visibility: .hidden)
     var cipher: CipherOptions
 
     @Flag(help: "Open a plaintext (unencrypted) database, without a key.")

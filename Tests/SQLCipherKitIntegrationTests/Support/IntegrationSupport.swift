@@ -1,3 +1,4 @@
+#if SQLKit || Services  // traits SQLKit and Services (Package.swift): what their tests share
 import Foundation
 import Logging
 import SQLCipherKit
@@ -16,10 +17,12 @@ enum TestKeys {
     static var passphrase: EncryptionKey { try! EncryptionKey(passphrase: "\(sentinel)-passphrase") }
 }
 
+#if SQLKit
 /// The engine this run must be on (SQLCIPHERKIT_EXPECTED_ENGINE, set by .ci/test and .ci/sqlcipher4).
 extension Engine {
     static var capabilities: SQLCipherDialect.Capabilities { .linked }
 }
+#endif
 
 /// Logging for the ecosystem suites: their progress lines at `notice` are noise in CI (LOG_LEVEL overrides).
 let isLoggingConfigured: Bool = {
@@ -31,4 +34,4 @@ let isLoggingConfigured: Bool = {
     }
     return true
 }()
-
+#endif

@@ -1,3 +1,4 @@
+#if Examples  // trait Examples (Package.swift)
 import AsyncHTTPClient
 import Foundation
 import NIOCore
@@ -105,3 +106,4 @@ func writeKeyFile(_ text: String, to path: String) throws {
 func jsonObject(_ text: String) throws -> [String: Any] {
     try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]
 }
+#endif
