@@ -1,4 +1,6 @@
+#if Fluent  // trait Fluent (Package.swift)
 // `import SQLCipherKitFluent` is all a file needs to configure Fluent on an encrypted database: the library's types,
 // the SQLKit integration and FluentKit's API come with it.
 @_exported import FluentKit
 @_exported import SQLCipherKitSQLKit
+#endif
