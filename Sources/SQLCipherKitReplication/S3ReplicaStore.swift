@@ -376,7 +376,7 @@ public struct S3ReplicaStore: ReplicaStore {
         let said = [code, message].compactMap { $0 }.joined(separator: ": ")
         let answer = said.isEmpty ? "HTTP \(status)" : "HTTP \(status), \(said)"
         let store = "the S3 store at \(endpointDescription)"
-        switch code {
+        switch code ?? "" {
         case "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "TokenRefreshRequired",
             "InvalidSecurity":
             return ReplicationError(
@@ -400,9 +400,9 @@ public struct S3ReplicaStore: ReplicaStore {
                     + "is too far from its own (\(answer)): set the clock right (NTP)")
         case "NoSuchKey", "NoSuchUpload":
             return ReplicationError(.notFound, "no object \(key) in s3://\(bucket)/\(prefix) (\(answer))")
-        case nil where status == 404:
+        case "" where status == 404:
             return ReplicationError(.notFound, "no object \(key) in s3://\(bucket)/\(prefix) (\(answer))")
-        case nil where status == 403:
+        case "" where status == 403:
             return ReplicationError(
                 .accessDenied,
                 "\(store) refused \(operation) \(key) with the credentials from \(credentials.source) (\(answer))")

@@ -1,4 +1,9 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// AWS Signature Version 4 for S3 requests (header authentication), written once here and checked against botocore's
 /// signer in the tests.
@@ -78,10 +83,13 @@ struct SigV4Signer: Sendable {
 
     /// The query as signed and as sent: each name and value encoded, sorted by name then value.
     static func canonicalQuery(_ query: [(name: String, value: String)]) -> String {
-        query.map { (uriEncode($0.name, keepingSlash: false), uriEncode($0.value, keepingSlash: false)) }
-            .sorted { $0.0 == $1.0 ? $0.1 < $1.1 : $0.0 < $1.0 }
-            .map { "\($0.0)=\($0.1)" }
-            .joined(separator: "&")
+        let encoded: [(name: String, value: String)] = query.map {
+            (uriEncode($0.name, keepingSlash: false), uriEncode($0.value, keepingSlash: false))
+        }
+        let sorted = encoded.sorted { (left, right) -> Bool in
+            left.name == right.name ? left.value < right.value : left.name < right.name
+        }
+        return sorted.map { $0.name + "=" + $0.value }.joined(separator: "&")
     }
 
     /// AWS's URI encoding: every byte but `A–Z a–z 0–9 - _ . ~` as `%XX` (upper-case hex), `/` kept in paths.

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import SQLCipherKit
 @testable import SQLCipherKitReplication
 import SQLCipherKitTestSupport
