@@ -37,8 +37,8 @@ final class ReplicationFixture: Sendable {
 
     init(
         settings: CipherSettings = .engineDefault, key: EncryptionKey? = nil,
-        target makeTarget: ((TemporaryDirectory) throws -> any ReplicaStore)? = nil,
-        configure: (inout ReplicatorConfiguration) -> Void = { _ in }
+        configure: (inout ReplicatorConfiguration) -> Void = { _ in },
+        target makeTarget: ((TemporaryDirectory) throws -> any ReplicaStore)? = nil
     ) throws {
         directory = try TemporaryDirectory()
         databasePath = directory.path("notes.db")

@@ -168,16 +168,19 @@ struct S3ReplicaStoreTests {
         let bucket = try ObjectStore.makeBucket()
         let log = CapturedLog()
         let key = try EncryptionKey.generateRaw()
-        let fixture = try ReplicationFixture(settings: settings, key: key, target: { _ in
-            // Parts of 8 KiB: the snapshot (several pages) goes as a multipart upload.
-            try ObjectStore.store(bucket: bucket) {
-                $0.partSize = 8 * 1024
-                $0.logger = log.logger("s3")
-            }
-        }) { configuration in
-            configuration.checkpointFrameCount = 6
-            configuration.logger = log.logger("replicator")
-        }
+        let fixture = try ReplicationFixture(
+            settings: settings, key: key,
+            configure: { configuration in
+                configuration.checkpointFrameCount = 6
+                configuration.logger = log.logger("replicator")
+            },
+            target: { _ in
+                // Parts of 8 KiB: the snapshot (several pages) goes as a multipart upload.
+                try ObjectStore.store(bucket: bucket) {
+                    $0.partSize = 8 * 1024
+                    $0.logger = log.logger("s3")
+                }
+            })
         try await fixture.sync()
         var copies: [(RestoreTarget, [UInt8])] = [(try await fixture.lastPoint(), try fixture.checkpointedCopy())]
         for round in 1...4 {
