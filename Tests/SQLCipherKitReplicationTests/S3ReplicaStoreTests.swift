@@ -175,9 +175,9 @@ struct S3ReplicaStoreTests {
                 configuration.logger = log.logger("replicator")
             },
             target: { _ in
-                // Parts of 8 KiB: the snapshot (several pages) goes as a multipart upload.
+                // Parts of 1,000 bytes: the snapshot (two pages or more) goes as a multipart upload.
                 try ObjectStore.store(bucket: bucket) {
-                    $0.partSize = 8 * 1024
+                    $0.partSize = 1000
                     $0.logger = log.logger("s3")
                 }
             })

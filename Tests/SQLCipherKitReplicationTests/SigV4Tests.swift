@@ -134,7 +134,8 @@ struct S3CredentialsTests {
             _ = try S3Credentials(file: file, profile: "other")
         }
         #expect(missingProfile?.message.contains("[other]") == true)
-        #expect(missingProfile?.message.contains("secret") == false)
+        #expect(missingProfile?.message.contains("secret-default-5d1e") == false)
+        #expect(missingProfile?.message.contains("AKIDDEFAULT") == false)
         let none = #expect(throws: ReplicationError.self) {
             _ = try S3Credentials.standard(environment: ["HOME": directory.path("nobody")])
         }
