@@ -175,7 +175,7 @@ struct S3ReplicaStoreTests {
                 configuration.logger = log.logger("replicator")
             },
             target: { _ in
-                // Parts of 1,000 bytes: the snapshot (two pages or more) goes as a multipart upload.
+                // Parts of 1,000 bytes: every log segment (a frame is a page and more) goes as a multipart upload.
                 try ObjectStore.store(bucket: bucket) {
                     $0.partSize = 1000
                     $0.logger = log.logger("s3")
@@ -199,7 +199,8 @@ struct S3ReplicaStoreTests {
         let downloads = fixture.directory.path("boto3")
         let objects = try download(bucket: bucket, prefix: "notes/", into: downloads)
         #expect(objects.map(\.key).sorted() == listed.map { "notes/" + $0.key }.sorted())
-        #expect(objects.contains { $0.key.hasSuffix(".part") && $0.etag.contains("-") }, "no multipart snapshot part")
+        // Log segments are streamed from the log file: those above the part size went as multipart uploads.
+        #expect(objects.contains { $0.key.hasSuffix(".wal") && $0.etag.contains("-") }, "no multipart log segment")
         let keyText = try key.withRawKeyText { Array($0) }
         let keyHex = String(decoding: keyText.dropFirst(2).prefix(64), as: UTF8.self)
         let keyBytes = try #require(Hex.bytes(keyHex))
