@@ -34,10 +34,50 @@ public func replicaStore(for url: String, endpoint: String? = nil) throws -> any
         .invalidArgument, "\(url) is not a replica URL: give file:///path/to/folder or s3://BUCKET/PREFIX")
 }
 
-/// The S3 store of an `s3://BUCKET/PREFIX` URL: the one place the S3 transport plugs in (its factory is called
-/// here, credentials from the standard AWS variables or a file).
-func s3ReplicaStore(for url: String, endpoint: String?) throws -> any ReplicaStore {
-    throw ReplicationError(
-        .invalidArgument, "s3:// replicas need the S3 store, which this build does not have yet; use file:///path")
+/// The S3 store of an `s3://BUCKET/PREFIX` URL: the one place the S3 transport plugs in.
+///
+/// - The endpoint is `endpoint`, else the variable `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`, else AWS.
+/// - The region is the URL's `?region=`, else `AWS_REGION` or `AWS_DEFAULT_REGION`, else `us-east-1`.
+/// - Addressing is the URL's `?addressing=path` or `?addressing=virtual`, else path-style with an endpoint and
+///   virtual-host on AWS.
+/// - Credentials: ``S3Credentials/standard(environment:)``.
+func s3ReplicaStore(
+    for url: String, endpoint: String?, environment: [String: String] = ProcessInfo.processInfo.environment
+) throws -> any ReplicaStore {
+    var rest = Substring(url.dropFirst("s3://".count))
+    var options: [String: String] = [:]
+    if let question = rest.firstIndex(of: "?") {
+        for pair in rest[rest.index(after: question)...].split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = String(parts[0])
+            guard ["region", "addressing"].contains(name), parts.count == 2 else {
+                throw ReplicationError(
+                    .invalidArgument, "\(url): unknown option \(name) (s3:// URLs take ?region= and ?addressing=)")
+            }
+            options[name] = String(parts[1]).removingPercentEncoding ?? String(parts[1])
+        }
+        rest = rest[..<question]
+    }
+    let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+    let bucket = String(rest[..<slash])
+    let prefix = slash < rest.endIndex ? String(rest[rest.index(after: slash)...]) : ""
+    guard !bucket.isEmpty else {
+        throw ReplicationError(.invalidArgument, "\(url) names no bucket: give s3://BUCKET/PREFIX")
+    }
+    func variable(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+    var addressing: S3ReplicaStore.Addressing?
+    if let value = options["addressing"] {
+        guard let chosen = S3ReplicaStore.Addressing(rawValue: value) else {
+            throw ReplicationError(.invalidArgument, "\(url): addressing is path or virtual, not \(value)")
+        }
+        addressing = chosen
+    }
+    let configuration = S3ReplicaStore.Configuration(
+        endpoint: endpoint ?? variable("AWS_ENDPOINT_URL_S3") ?? variable("AWS_ENDPOINT_URL"),
+        region: options["region"] ?? variable("AWS_REGION") ?? variable("AWS_DEFAULT_REGION") ?? "us-east-1",
+        addressing: addressing)
+    return try S3ReplicaStore(
+        bucket: bucket, prefix: prefix.removingPercentEncoding ?? prefix,
+        credentials: try S3Credentials.standard(environment: environment), configuration: configuration)
 }
 #endif

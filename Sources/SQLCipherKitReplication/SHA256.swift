@@ -43,10 +43,15 @@ final class SHA256 {
 
     /// The digest of everything fed so far, as 64 lower-case hex digits (the hasher is finished after this).
     func finishHex() -> String {
+        Hex.string(finish())
+    }
+
+    /// The 32 bytes of the digest of everything fed so far (the hasher is finished after this).
+    func finish() -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Self.byteCount)
         var length: UInt32 = 0
         precondition(EVP_DigestFinal_ex(context, &digest, &length) == 1, "SHA-256 final failed")
-        return Hex.string(digest.prefix(Int(length)))
+        return Array(digest.prefix(Int(length)))
     }
 
     /// The digest of `bytes` in hex.

@@ -28,14 +28,18 @@ final class ReplicationFixture: Sendable {
     let key: EncryptionKey
     let settings: CipherSettings
     let pool: DatabasePool
+    /// The folder store (the replica's store unless another was given).
     let store: FolderReplicaStore
+    /// The store the replicator ships to and restores read from.
+    let target: any ReplicaStore
     let clock = TestClock()
     let replicator: Replicator
     private let nextRow = Mutex(1)
 
     init(
         settings: CipherSettings = .engineDefault, key: EncryptionKey? = nil,
-        configure: (inout ReplicatorConfiguration) -> Void = { _ in }
+        configure: (inout ReplicatorConfiguration) -> Void = { _ in },
+        target makeTarget: ((TemporaryDirectory) throws -> any ReplicaStore)? = nil
     ) throws {
         directory = try TemporaryDirectory()
         databasePath = directory.path("notes.db")
@@ -46,14 +50,15 @@ final class ReplicationFixture: Sendable {
             configuration: DatabasePool.Configuration(settings: settings))
         try pool.write { db in try db.execute("CREATE TABLE note(id INTEGER PRIMARY KEY, body TEXT NOT NULL)") }
         store = try FolderReplicaStore(root: directory.path("replica"))
+        target = try makeTarget?(directory) ?? store
         let clock = clock
         var configuration = ReplicatorConfiguration(
             snapshotInterval: nil, retention: nil, now: { clock.now })
         configure(&configuration)
-        replicator = Replicator(pool: pool, store: store, configuration: configuration)
+        replicator = Replicator(pool: pool, store: target, configuration: configuration)
     }
 
-    var replica: Replica { Replica(store: store) }
+    var replica: Replica { Replica(store: target) }
 
     /// Inserts `count` rows (each a few hundred bytes of marker text) in one transaction.
     func insert(_ count: Int) async throws {

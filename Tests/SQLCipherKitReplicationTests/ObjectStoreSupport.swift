@@ -1,0 +1,152 @@
+import Foundation
+import Logging
+@testable import SQLCipherKitReplication
+import Synchronization
+import Testing
+
+/// The real object store of the S3 tests: OpenStack Swift on 127.0.0.1, set up and started by the project's
+/// `.ci/object-store` (the tests start it when it is installed and not running), checked with boto3 through
+/// `Tests/ObjectStore/s3check.py`.
+enum ObjectStore {
+    /// The repository's root (this file is Tests/SQLCipherKitReplicationTests/ObjectStoreSupport.swift).
+    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().path
+
+    /// Whether Swift's servers, memcached, curl and boto3 are installed (`bash .ci/object-store install`).
+    static let isInstalled: Bool = {
+        let programs = [
+            "/usr/bin/swift-proxy-server", "/usr/bin/swift-object-server", "/usr/bin/swift-container-server",
+            "/usr/bin/swift-account-server", "/usr/bin/swift-ring-builder", "/usr/bin/memcached", "/usr/bin/curl",
+        ]
+        guard programs.allSatisfy({ FileManager.default.isExecutableFile(atPath: $0) }) else { return false }
+        return (try? run(["python3", "-c", "import boto3"]).status) == 0
+    }()
+
+    /// Why S3 tests are skipped when they are.
+    static let notInstalled: Comment =
+        "the object store is not installed: bash .ci/object-store install (OpenStack Swift, memcached, boto3)"
+
+    /// The endpoint and credentials `.ci/object-store env` prints, once the store answers. Also set in this
+    /// process's environment (the CLI's commands and their child processes read AWS_ACCESS_KEY_ID and
+    /// AWS_SECRET_ACCESS_KEY, as an operator's shell would give them).
+    static func start() throws -> [String: String] {
+        try started.withLock { cached in
+            if let cached { return cached }
+            let start = try run(["bash", repositoryRoot + "/.ci/object-store", "start"])
+            guard start.status == 0 else {
+                throw ReplicationError(.unreachable, "the object store did not start: \(start.output)")
+            }
+            let printed = try run(["bash", repositoryRoot + "/.ci/object-store", "env"])
+            var values: [String: String] = [:]
+            for line in printed.output.split(separator: "\n") where line.hasPrefix("export ") {
+                let pair = line.dropFirst("export ".count).split(separator: "=", maxSplits: 1)
+                if pair.count == 2 { values[String(pair[0])] = String(pair[1]) }
+            }
+            for (name, value) in values { setenv(name, value, 1) }
+            cached = values
+            return values
+        }
+    }
+
+    private static let started = Mutex<[String: String]?>(nil)
+
+    static var endpoint: String { get throws { try #require(try start()["SQLCIPHERKIT_S3_ENDPOINT"]) } }
+
+    static var credentials: S3Credentials {
+        get throws {
+            let values = try start()
+            return S3Credentials(
+                accessKeyID: try #require(values["AWS_ACCESS_KEY_ID"]),
+                secretAccessKey: try #require(values["AWS_SECRET_ACCESS_KEY"]))
+        }
+    }
+
+    /// A new bucket with a unique name (created with boto3).
+    static func makeBucket() throws -> String {
+        let name = "replica-" + UUID().uuidString.lowercased().prefix(13).replacingOccurrences(of: "-", with: "")
+        let result = try check(["create-bucket", name])
+        guard result.status == 0 else { throw ReplicationError(.storeError, "create-bucket: \(result.output)") }
+        return name
+    }
+
+    /// A store on the local object store (path-style unless said otherwise).
+    static func store(
+        bucket: String, prefix: String = "notes", credentials: S3Credentials? = nil,
+        configure: (inout S3ReplicaStore.Configuration) -> Void = { _ in }
+    ) throws -> S3ReplicaStore {
+        var configuration = S3ReplicaStore.Configuration(endpoint: try endpoint)
+        configure(&configuration)
+        return try S3ReplicaStore(
+            bucket: bucket, prefix: prefix, credentials: try credentials ?? self.credentials,
+            configuration: configuration)
+    }
+
+    /// Runs `Tests/ObjectStore/s3check.py` (boto3) with the store's environment.
+    static func check(_ arguments: [String], input: String? = nil) throws -> (status: Int32, output: String) {
+        _ = try start()
+        return try run(["python3", repositoryRoot + "/Tests/ObjectStore/s3check.py"] + arguments, input: input)
+    }
+
+    /// Runs a program to its end; its standard output (and standard error after it).
+    static func run(_ arguments: [String], input: String? = nil) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        let standardInput = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = standardInput
+        try process.run()
+        if let input { standardInput.fileHandleForWriting.write(Data(input.utf8)) }
+        try standardInput.fileHandleForWriting.close()
+        // Read both pipes to their ends before waiting (a full pipe would block the child).
+        let errorData = Mutex(Data())
+        let errorsRead = DispatchSemaphore(value: 0)
+        Thread {
+            errorData.withLock { $0 = errors.fileHandleForReading.readDataToEndOfFile() }
+            errorsRead.signal()
+        }.start()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        errorsRead.wait()
+        process.waitUntilExit()
+        let text = String(decoding: outputData, as: UTF8.self) + errorData.withLock { String(decoding: $0, as: UTF8.self) }
+        return (process.terminationStatus, text)
+    }
+}
+
+/// Log lines captured in memory (to show that no credential is ever logged).
+final class CapturedLog: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    var text: String { lines.withLock { $0.joined(separator: "\n") } }
+
+    func logger(_ label: String) -> Logger {
+        var logger = Logger(label: label) { _ in CapturingHandler(log: self) }
+        logger.logLevel = .trace
+        return logger
+    }
+
+    fileprivate func append(_ line: String) {
+        lines.withLock { $0.append(line) }
+    }
+}
+
+private struct CapturingHandler: LogHandler {
+    let log: CapturedLog
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let all = metadata.merging(event.metadata ?? [:]) { $1 }
+        let error = event.error.map { " error=\($0)" } ?? ""
+        log.append(
+            "\(event.level) \(event.message) \(all.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " "))\(error)")
+    }
+}
