@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 
 /// The credentials an ``S3ReplicaStore`` signs its requests with: an access key ID, its secret, and for temporary
@@ -135,3 +136,4 @@ public struct S3Credentials: Sendable, CustomStringConvertible, CustomDebugStrin
         return result
     }
 }
+#endif

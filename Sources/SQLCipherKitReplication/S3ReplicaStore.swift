@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import AsyncHTTPClient
 import Foundation
 import Logging
@@ -499,3 +500,4 @@ enum S3XML {
         return result + rest
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import SQLCipherKit
 #if canImport(Glibc)
@@ -157,3 +158,4 @@ enum HMACSHA256 {
         return outer.finish()
     }
 }
+#endif

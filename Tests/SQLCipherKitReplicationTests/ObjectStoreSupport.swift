@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import Logging
 @testable import SQLCipherKitReplication
@@ -150,3 +151,4 @@ private struct CapturingHandler: LogHandler {
             "\(event.level) \(event.message) \(all.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " "))\(error)")
     }
 }
+#endif

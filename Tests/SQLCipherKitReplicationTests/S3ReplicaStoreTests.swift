@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -414,3 +415,4 @@ struct S3CommandTests {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Replication  // trait Replication (Package.swift)
 import Foundation
 import SQLCipherKit
 @testable import SQLCipherKitReplication
@@ -163,3 +164,4 @@ struct S3CredentialsTests {
         }
     }
 }
+#endif
