@@ -70,7 +70,13 @@ struct InfoCommand: OperatorCommand {
         } else {
             Output.result(Self.text(inspection, keyGiven: key != nil, suggestion: suggestion))
         }
-        if let keyError { throw keyError }
+        if let keyError {
+            // A missing database has one kind in every subcommand.
+            if keyError.kind == .fileSystem && inspection.format == .missing {
+                throw CommandFailure(ErrorWording.message(for: keyError), kind: "missingFile")
+            }
+            throw keyError
+        }
     }
 
     /// Tries the formats of SQLCipher 1 to 4 (and a plaintext header when the key carries a salt), read-only.
