@@ -63,12 +63,9 @@ struct BackupCommand: OperatorCommand {
     func run() throws {
         let key = try key.loadKey()
         let destinationKey = try destinationKey.loadOptionalKey() ?? key
-        guard FileFacts.isNonEmptyFile(database) else {
-            throw CommandFailure("\(database) does not exist or is empty; nothing to back up", kind: "missingFile")
-        }
+        try FileFacts.requireDatabase(database, nothingTo: "back up")
         if !replace && FileFacts.isNonEmptyFile(destination) {
-            throw CommandFailure(
-                "\(destination) exists; pass --replace to replace it (nothing was written)", kind: "destinationExists")
+            try FileFacts.refuseExistingDestination(destination, replaceOption: "--replace")
         }
         // A symlinked destination is followed on purpose (the file it points to is replaced, the link stays a
         // link); the result line names that file, so nobody is surprised where the backup went.

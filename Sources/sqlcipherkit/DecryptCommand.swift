@@ -59,9 +59,8 @@ struct DecryptCommand: OperatorCommand {
 
     func run() throws {
         let encryption = try cipher.encryption(for: try key.loadKey())
-        guard FileFacts.isNonEmptyFile(database) else {
-            throw CommandFailure("\(database) does not exist or is empty; nothing to decrypt", kind: "missingFile")
-        }
+        try FileFacts.requireDatabase(database, nothingTo: "decrypt")
+        try FileFacts.refuseExistingDestination(destination)
         let source = try Connection(path: database, encryption: encryption, options: OpenOptions(mode: .readWrite))
         let growth = ExportGrowth(source: source, destination: destination, destinationPageSize: nil)
         try PhaseProgress(

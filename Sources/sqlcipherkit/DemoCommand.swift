@@ -82,7 +82,7 @@ struct DemoCommand: OperatorCommand {
                 _ = try Connection(path: path, encryption: encryption)
                 print("   \(label): opened (unexpected)")
             } catch let error as DatabaseError {
-                print("   \(label): \(error.kind) — \(error.message)")
+                print("   \(label): refused: \(error.reason)")
             }
         }
 
@@ -105,7 +105,7 @@ struct DemoCommand: OperatorCommand {
             _ = try Connection(path: path, key: EncryptionKey(contentsOf: keyPath))
             print("   old key: opened (unexpected)")
         } catch let error as DatabaseError {
-            print("   old key: \(error.kind) — \(error.message)")
+            print("   old key: refused: \(error.reason)")
         }
         print("\nDone. Each step is a library call; see Docs/GettingStarted.md.")
     }

@@ -57,10 +57,18 @@ struct EncryptCommand: OperatorCommand {
     func run() throws {
         let key = try newKey.loadKey(confirm: true)
         let settings = try cipher.settings(for: key)
-        guard FileFacts.isNonEmptyFile(plaintext) else {
-            throw CommandFailure("\(plaintext) does not exist or is empty; nothing to encrypt", kind: "missingFile")
+        try FileFacts.requireDatabase(plaintext, nothingTo: "encrypt")
+        try FileFacts.refuseExistingDestination(destination)
+        let source: Connection
+        do {
+            source = try Connection(path: plaintext, encryption: .none, options: OpenOptions(mode: .readWrite))
+        } catch let error as DatabaseError where error.kind == .missingKey {
+            // The library's advice (give its key) fits commands that take a key; encrypt takes a plaintext file.
+            throw CommandFailure(
+                "\(plaintext) is not a plaintext database: it is probably encrypted already, and `encrypt` reads a"
+                    + " plaintext one. To change its key use `sqlcipherkit rotate`; to copy it, `sqlcipherkit backup`",
+                status: .keyDoesNotOpenDatabase, kind: "missingKey")
         }
-        let source = try Connection(path: plaintext, encryption: .none, options: OpenOptions(mode: .readWrite))
         let growth = ExportGrowth(source: source, destination: destination, destinationPageSize: cipher.effectivePageSize)
         try PhaseProgress(
             label: "encrypt", mode: display.progress,

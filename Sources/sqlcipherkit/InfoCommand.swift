@@ -70,7 +70,13 @@ struct InfoCommand: OperatorCommand {
         } else {
             Output.result(Self.text(inspection, keyGiven: key != nil, suggestion: suggestion))
         }
-        if let keyError { throw keyError }
+        if let keyError {
+            // A missing database has one kind in every subcommand.
+            if keyError.kind == .fileSystem && inspection.format == .missing {
+                throw CommandFailure(ErrorWording.message(for: keyError), kind: "missingFile")
+            }
+            throw keyError
+        }
     }
 
     /// Tries the formats of SQLCipher 1 to 4 (and a plaintext header when the key carries a salt), read-only.
@@ -157,26 +163,26 @@ struct InfoReport: Encodable, Sendable {
     }
 
     struct Cipher: Encodable, Sendable {
-        let pageSize: Int?
-        let kdfIterations: Int?
-        let usesHMAC: Bool?
-        let kdfAlgorithm: String?
-        let hmacAlgorithm: String?
-        let plaintextHeaderSize: Int?
-        let formatMajorVersion: Int?
+        @Nullable var pageSize: Int?
+        @Nullable var kdfIterations: Int?
+        @Nullable var usesHMAC: Bool?
+        @Nullable var kdfAlgorithm: String?
+        @Nullable var hmacAlgorithm: String?
+        @Nullable var plaintextHeaderSize: Int?
+        @Nullable var formatMajorVersion: Int?
     }
 
     let path: String
     let format: String
     let formatDescription: String
-    let byteCount: Int?
-    let walByteCount: Int?
+    @Nullable var byteCount: Int?
+    @Nullable var walByteCount: Int?
     /// A hot journal lies beside the file (see `InfoCommand`).
     let hotJournal: Bool
     let keyGiven: Bool
     let keyOpens: Bool
-    let database: Database?
-    let cipher: Cipher?
+    @Nullable var database: Database?
+    @Nullable var cipher: Cipher?
     /// Options that open the file when the engine's defaults do not (empty when none are needed or none found).
     let suggestedOptions: [String]
 

@@ -90,7 +90,16 @@ struct ErrorReport: Encodable, Sendable {
 
     init(_ error: DatabaseError) {
         self.init(
-            kind: error.kind.name, code: error.extendedResultCode.rawValue, message: CLIWording.translate(error.message))
+            kind: error.kind.name, code: error.extendedResultCode.rawValue, message: ErrorWording.message(for: error))
+    }
+
+    /// A library error about one database: a file-system error for a database that is missing or empty has the
+    /// kind the other subcommands give that condition (`missingFile`), found from the file, not from the message.
+    init(_ error: DatabaseError, database: String) {
+        let report = ErrorReport(error)
+        let format = error.kind == .fileSystem ? DatabaseFileInspection.inspect(path: database).format : nil
+        let isMissing = format == .missing || format == .empty
+        self.init(kind: isMissing ? "missingFile" : report.kind, code: report.code, message: report.message)
     }
 
     init(_ error: any Error, status: ExitStatus) {
@@ -98,7 +107,7 @@ struct ErrorReport: Encodable, Sendable {
         case let error as DatabaseError:
             self.init(error)
         case let error as CommandFailure:
-            self.init(kind: error.kind, code: nil, message: CLIWording.translate(error.message))
+            self.init(kind: error.kind, code: nil, message: error.message)
         default:
             let firstLine = SQLCipherKitCommand.fullMessage(for: error)
                 .split(separator: "\n", omittingEmptySubsequences: true).first.map(String.init)
@@ -152,4 +161,20 @@ protocol OperatorCommand: ParsableCommand {
 
 extension OperatorCommand {
     var cipherOptionsForRun: CipherOptions? { nil }
+}
+
+/// An optional that `--json` writes as `null` when it has no value. Swift's synthesized `Encodable` leaves such a key
+/// out; Docs/CLI.md promises every key, `null` when absent.
+@propertyWrapper
+struct Nullable<Value: Encodable & Sendable>: Encodable, Sendable {
+    var wrappedValue: Value?
+
+    init(wrappedValue: Value?) {
+        self.wrappedValue = wrappedValue
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
+    }
 }

@@ -44,6 +44,7 @@ struct KeygenCommand: OperatorCommand {
     var output: OutputOptions
 
     func run() throws {
+        try FileFacts.refuseExistingDestination(keyFile)
         var key = try EncryptionKey.generateRaw(withSalt: withSalt)
         if let saltFrom {
             guard let salt = try EncryptionKey(contentsOf: saltFrom).salt else {

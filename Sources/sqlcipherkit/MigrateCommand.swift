@@ -109,5 +109,5 @@ struct MigrationReport: Encodable, Sendable {
     let path: String
     let migrated: Bool
     let durationSeconds: Double
-    let backupPath: String?
+    @Nullable var backupPath: String?
 }

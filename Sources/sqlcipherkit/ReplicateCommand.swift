@@ -127,12 +127,12 @@ struct ReplicateCommand: OperatorCommand {
 struct ReplicationSummary: Encodable, Sendable {
     let database: String
     let replica: String
-    let generation: String?
-    let lastIndex: Int?
+    @Nullable var generation: String?
+    @Nullable var lastIndex: Int?
     let shippedBytes: Int64
     let unshippedFrameCount: Int
     let gapCount: Int
-    let lastSuccessfulSync: String?
+    @Nullable var lastSuccessfulSync: String?
 
     init(database: String, replica: String, status: ReplicationStatus) {
         self.database = database

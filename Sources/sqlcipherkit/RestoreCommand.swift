@@ -143,7 +143,7 @@ struct RestoreResult: Encodable, Sendable {
     let byteCount: Int64
     let snapshotIndex: Int
     let segmentCount: Int
-    let verifiedWith: String?
+    @Nullable var verifiedWith: String?
     let isVerified: Bool
 
     init(_ report: RestoreReport, replica: String) {

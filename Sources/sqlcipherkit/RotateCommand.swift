@@ -196,8 +196,8 @@ struct RotateCommand: OperatorCommand {
                 + result.warnings.map { "\nwarning: \($0)" }.joined()
         }
         let state = result.keyState?.description ?? "the file was not looked at"
-        let line = "FAILED  \(result.path): \(CLIWording.translate(error.message)); \(state)"
-        guard error.kind == .invalidState, error.message.contains("open in other processes") else { return line }
+        let line = "FAILED  \(result.path): \(ErrorWording.message(for: error)); \(state)"
+        guard error.remedy == .stopOtherProcesses else { return line }
         return line + "\n" + liveRotationHint
     }
 
@@ -221,11 +221,11 @@ struct RotationReport: Encodable, Sendable {
         /// `path` with symbolic links resolved: the file that was rotated.
         let resolvedPath: String
         let rotated: Bool
-        let keyState: String?
+        @Nullable var keyState: String?
         let method: String
         let durationSeconds: Double
-        let backupPath: String?
-        let error: ErrorReport?
+        @Nullable var backupPath: String?
+        @Nullable var error: ErrorReport?
         let exitStatus: Int32
         /// What the operator should know about a rotation that succeeded.
         let warnings: [String]
@@ -244,7 +244,8 @@ struct RotationReport: Encodable, Sendable {
             Database(
                 path: result.path, resolvedPath: result.resolvedPath, rotated: result.isRotated, keyState: result.keyState?.rawValue,
                 method: result.method.rawValue, durationSeconds: seconds(result.duration),
-                backupPath: result.backupPath, error: result.error.map(ErrorReport.init), exitStatus: status.rawValue,
+                backupPath: result.backupPath, error: result.error.map { ErrorReport($0, database: result.path) },
+                exitStatus: status.rawValue,
                 warnings: result.warnings)
         }
     }

@@ -61,6 +61,7 @@ struct SQLCipherKitCommand: ParsableCommand {
     static func run(arguments: [String]) -> ExitStatus {
         var command: any ParsableCommand
         do {
+            if let mistake = commandLineMistake(in: arguments) { throw mistake }
             command = try parseAsRoot(arguments)
         } catch {
             let status = report(error)
@@ -94,6 +95,56 @@ struct SQLCipherKitCommand: ParsableCommand {
         return status
     }
 
+    /// The subcommand names, `help` included.
+    private static var subcommandNames: [String] {
+        configuration.subcommands.compactMap { $0.configuration.commandName } + ["help"]
+    }
+
+    /// Mistakes ArgumentParser would blame on something else (an unknown `--key-file` for a misspelt subcommand):
+    /// a misspelt or misplaced subcommand, and `encrypt` given the options of the key it does not take.
+    static func commandLineMistake(in arguments: [String]) -> CommandFailure? {
+        guard let first = arguments.first, !first.hasPrefix("-") else { return nil }
+        let names = subcommandNames
+        if names.contains(first) {
+            guard first == "encrypt" else { return nil }
+            for option in ["--key-file", "--key-env", "--key-stdin"]
+            where arguments.contains(where: { $0 == option || $0.hasPrefix(option + "=") }) {
+                return CommandFailure(
+                    "`encrypt` takes no \(option): its source is a plaintext database, which has no key; did you mean"
+                        + " --new-\(option.dropFirst(2)) (the key of the encrypted copy)?", status: .usage)
+            }
+            return nil
+        }
+        let shown = KeyMaterialRedaction.shown(first, as: "argument")
+        if let subcommand = arguments.dropFirst().first(where: names.contains) {
+            return CommandFailure(
+                "the subcommand comes first: sqlcipherkit \(subcommand) \(shown) … (`\(shown)` is not a subcommand)",
+                status: .usage)
+        }
+        let closest = names.map { ($0, editDistance(first.lowercased(), $0)) }.min { $0.1 < $1.1 }
+        if let closest, closest.1 <= 2 {
+            return CommandFailure(
+                "unknown subcommand '\(shown)'; did you mean '\(closest.0)'? (sqlcipherkit \(closest.0) --help)",
+                status: .usage)
+        }
+        return CommandFailure(
+            "unknown subcommand '\(shown)'; the subcommands are \(names.joined(separator: ", "))", status: .usage)
+    }
+
+    /// The Levenshtein distance between two words.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1]
+            for (j, y) in b.enumerated() {
+                current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1)))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+
     /// The subcommand a command line names (for the JSON object of a usage error).
     private static func commandName(in arguments: [String]) -> String {
         let names = configuration.subcommands.compactMap { $0.configuration.commandName }
@@ -108,12 +159,14 @@ struct SQLCipherKitCommand: ParsableCommand {
         switch error {
         case let error as DatabaseError:
             Output.message(
-                "error: \(CLIWording.translate(error.message))" + (error.sql.map { " (while executing `\($0)`)" } ?? ""))
+                "error: \(ErrorWording.message(for: error))" + (error.sql.map { " (while executing `\($0)`)" } ?? ""))
         case let error as CommandFailure:
-            Output.message("error: \(CLIWording.translate(error.message))")
+            Output.message("error: \(error.message)")
         default:
-            let text = fullMessage(for: error)
+            var text = fullMessage(for: error)
             if text.isEmpty { break }
+            // One capitalisation for every message: ArgumentParser's own start with "Error: ".
+            if text.hasPrefix("Error: ") { text = "error: " + text.dropFirst(7) }
             if status == .success { Output.result(text) } else { Output.message(text) }
         }
         return status

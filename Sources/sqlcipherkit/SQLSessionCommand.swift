@@ -24,8 +24,15 @@ extension SQLSessionCommand {
     /// `--plaintext`; a missing file only with `--create` (then mode 0600); ATTACH without a key only with
     /// `--allow-plaintext`.
     func openConnection() throws -> Connection {
+        let format = DatabaseFileInspection.inspect(path: database).format
+        if !plaintext && !key.isGiven && format == .plaintext {
+            throw CommandFailure(
+                "\(database) is a plaintext (unencrypted) SQLite database: give --plaintext to run SQL on it as it is,"
+                    + " or encrypt it into a new file with `sqlcipherkit encrypt`", status: .usage)
+        }
+        try FileFacts.refuseFolder(database)
         let encryption: Encryption = plaintext ? .none : try cipher.encryption(for: try key.loadKey())
-        if DatabaseFileInspection.inspect(path: database).format == .missing && !create {
+        if format == .missing && !create {
             throw CommandFailure(
                 "\(database) does not exist; pass --create to create a new database", kind: "missingFile")
         }

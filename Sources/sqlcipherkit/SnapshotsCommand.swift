@@ -77,19 +77,19 @@ struct SnapshotsCommand: OperatorCommand {
 struct ReplicaListing: Encodable, Sendable {
     struct Generation: Encodable, Sendable {
         let name: String
-        let createdAt: String?
-        let reason: String?
-        let previousGeneration: String?
-        let engine: String?
-        let pageSize: Int?
-        let plaintextHeaderSize: Int?
+        @Nullable var createdAt: String?
+        @Nullable var reason: String?
+        @Nullable var previousGeneration: String?
+        @Nullable var engine: String?
+        @Nullable var pageSize: Int?
+        @Nullable var plaintextHeaderSize: Int?
         let snapshots: [Snapshot]
         let segmentCount: Int
         let byteCount: Int64
         let restorePointCount: Int
         let restorePointRanges: [[Int]]
-        let firstRestorePoint: RestorePointReport?
-        let latestRestorePoint: RestorePointReport?
+        @Nullable var firstRestorePoint: RestorePointReport?
+        @Nullable var latestRestorePoint: RestorePointReport?
         let missingSegmentIndexes: [Int]
         let problems: [String]
     }

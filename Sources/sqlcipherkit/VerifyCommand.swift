@@ -1,5 +1,10 @@
 import ArgumentParser
 import SQLCipherKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `sqlcipherkit verify`: opens with the key and checks every page and the write-ahead log
 /// (``DatabaseVerification``).
@@ -49,9 +54,7 @@ struct VerifyCommand: OperatorCommand {
 
     func run() throws {
         let encryption = try cipher.encryption(for: try key.loadKey())
-        guard FileFacts.isNonEmptyFile(database) else {
-            throw CommandFailure("\(database) does not exist or is empty; nothing to verify", kind: "missingFile")
-        }
+        try FileFacts.requireDatabase(database, nothingTo: "verify")
         let verification = try PhaseProgress(
             label: "verify", mode: display.progress, interruptNote: "nothing changed: verify only reads \(database)"
         ) {
@@ -155,13 +158,13 @@ struct VerificationReport: Encodable, Sendable {
         let byteCount: Int
         let intact: Bool
         /// `badMagic`, `badPageSize`, `unknownVersion`, `badChecksum`, or `null`.
-        let headerProblem: String?
+        @Nullable var headerProblem: String?
         let frameCount: Int
         let validFrameCount: Int
         let commitCount: Int
-        let firstDamagedFrame: Int?
+        @Nullable var firstDamagedFrame: Int?
         let lostCommitCount: Int
-        let lastLostFrame: Int?
+        @Nullable var lastLostFrame: Int?
 
         private enum CodingKeys: String, CodingKey {
             case byteCount, intact, headerProblem, frameCount, validFrameCount, commitCount, firstDamagedFrame,
@@ -209,7 +212,7 @@ struct VerificationReport: Encodable, Sendable {
     /// The page numbers the problems name, sorted, without duplicates.
     let damagedPages: [Int]
     /// The -wal checked frame by frame; `null` when there is none or it is in use.
-    let writeAheadLog: WriteAheadLog?
+    @Nullable var writeAheadLog: WriteAheadLog?
     /// A -wal exists and another connection has the database open: it was not checked frame by frame.
     let writeAheadLogInUse: Bool
 
@@ -267,6 +270,40 @@ enum FileFacts {
     static func isNonEmptyFile(_ path: String) -> Bool {
         let format = DatabaseFileInspection.inspect(path: path).format
         return format != .missing && format != .empty && format != .notARegularFile
+    }
+
+    /// Whether `path` names a folder (symbolic links followed).
+    static func isFolder(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// A folder given where a database file belongs is a mistake of its own, not a missing file.
+    static func refuseFolder(_ path: String) throws {
+        guard isFolder(path) else { return }
+        throw CommandFailure("\(path) is a folder, not a database file", kind: "fileSystem")
+    }
+
+    /// The database a command reads must be a file with content: says which of missing, a folder or empty it is.
+    static func requireDatabase(_ path: String, nothingTo verb: String) throws {
+        switch DatabaseFileInspection.inspect(path: path).format {
+        case .missing:
+            throw CommandFailure("\(path) does not exist; nothing to \(verb)", kind: "missingFile")
+        case .notARegularFile:
+            try refuseFolder(path)
+            throw CommandFailure("\(path) is not a regular file; nothing to \(verb)", kind: "fileSystem")
+        case .empty:
+            throw CommandFailure("\(path) is empty (0 bytes), not a database yet; nothing to \(verb)", kind: "missingFile")
+        case .plaintext, .plaintextHeader, .encrypted:
+            return
+        }
+    }
+
+    /// A destination that must not exist yet (`encrypt`, `decrypt`, `keygen`): the same kind as `backup`'s.
+    static func refuseExistingDestination(_ path: String, replaceOption: String? = nil) throws {
+        guard DatabaseFileInspection.inspect(path: path).format != .missing else { return }
+        let advice = replaceOption.map { "pass \($0) to replace it" } ?? "choose another name or remove it first"
+        throw CommandFailure("\(path) exists; \(advice) (nothing was written)", kind: "destinationExists")
     }
 }
 

@@ -32,7 +32,21 @@ struct JSONContractTests {
             let error = envelope["error"] as? [String: Any]
             #expect(error?["kind"] is String, "\(envelope)", sourceLocation: sourceLocation)
             #expect(error?["message"] is String, sourceLocation: sourceLocation)
-            #expect(error?.keys.contains("code") == true, sourceLocation: sourceLocation)
+            #expect(error.map { Set($0.keys) } == ["kind", "code", "message"], "\(envelope)", sourceLocation: sourceLocation)
+            // The kind is one Docs/CLI.md lists for this exit status.
+            let kinds = DocumentedJSONSchema.kindsByStatus[Int(result.status)] ?? []
+            #expect(kinds.contains(error?["kind"] as? String ?? ""), "\(envelope)", sourceLocation: sourceLocation)
+        }
+        // The result, when there is one, is exactly what Docs/CLI.md documents for the subcommand.
+        if let value = envelope["result"], !(value is NSNull) {
+            let schema = DocumentedJSONSchema.results[command]
+            #expect(schema != nil, "no documented result for \(command)", sourceLocation: sourceLocation)
+            if let schema {
+                let problems = DocumentedJSONSchema.problems(value, schema, at: "result")
+                #expect(problems.isEmpty, "\(command): \(problems)\n\(result)", sourceLocation: sourceLocation)
+            }
+        } else if result.status == 0 {
+            Issue.record("\(command) succeeded without a result: \(result)", sourceLocation: sourceLocation)
         }
         #expect(result.isFreeOfKeyMaterial, sourceLocation: sourceLocation)
     }
@@ -174,6 +188,58 @@ struct JSONContractTests {
         let usage = runInProcess(["verify", f.database, "--kye-file", f.keyPath, "--json"])
         expectEnvelope(usage, command: "verify", status: 2)
         #expect((jsonEnvelope(usage)?["error"] as? [String: Any])?["kind"] as? String == "usage")
+    }
+
+    @Test("info: success without and with a key, a wrong key, a missing file; shell with statements on standard input")
+    func infoAndShell() throws {
+        let f = try Fixture()
+        expectEnvelope(runInProcess(["info", f.database, "--json"]), command: "info", status: 0)
+        expectEnvelope(runInProcess(["info", f.database, "--key-file", f.keyPath, "--json"]), command: "info", status: 0)
+        expectEnvelope(runInProcess(["info", f.plaintext, "--json"]), command: "info", status: 0)
+        expectEnvelope(runInProcess(["info", f.missing, "--json"]), command: "info")
+        let wrong = runInProcess(["info", f.database, "--key-file", f.otherKeyPath, "--json"])
+        expectEnvelope(wrong, command: "info")
+        let shell = try runSubprocess(
+            ["shell", f.database, "--key-file", f.keyPath, "--json"], standardInput: Array("SELECT 1;\n".utf8),
+            in: f.scratch)
+        expectEnvelope(shell, command: "shell", status: 0)
+        expectEnvelope(
+            try runSubprocess(["shell", f.database, "--key-file", f.otherKeyPath, "--json"], standardInput: [], in: f.scratch),
+            command: "shell", status: 3)
+    }
+
+    @Test("one kind per condition: a missing database is missingFile, an existing destination destinationExists")
+    func oneKindPerCondition() throws {
+        let f = try Fixture()
+        func kind(_ result: CommandResult) -> String? {
+            (jsonEnvelope(result)?["error"] as? [String: Any])?["kind"] as? String
+        }
+        for arguments in [
+            ["verify", f.missing, "--key-file", f.keyPath], ["backup", f.missing, f.scratch.path("c.db"), "--key-file", f.keyPath],
+            ["decrypt", f.missing, f.scratch.path("p.db"), "--key-file", f.keyPath, "--allow-plaintext"],
+            ["encrypt", f.missing, f.scratch.path("e.db"), "--new-key-file", f.newKeyPath],
+            ["exec", f.missing, "--key-file", f.keyPath, "SELECT 1"],
+        ] {
+            let result = runInProcess(arguments + ["--json"])
+            expectEnvelope(result, command: arguments[0], status: 1)
+            #expect(kind(result) == "missingFile", "\(result)")
+        }
+        let rotate = runInProcess(["rotate", f.missing, "--key-file", f.keyPath, "--new-key-file", f.newKeyPath, "--json"])
+        let databases = (jsonEnvelope(rotate)?["result"] as? [String: Any])?["databases"] as? [[String: Any]]
+        #expect((databases?.first?["error"] as? [String: Any])?["kind"] as? String == "missingFile", "\(rotate)")
+        let existing = try f.scratch.database("existing.db", key: try EncryptionKey(contentsOf: f.keyPath))
+        for arguments in [
+            ["backup", f.database, existing, "--key-file", f.keyPath],
+            ["decrypt", f.database, existing, "--key-file", f.keyPath, "--allow-plaintext"],
+            ["encrypt", f.plaintext, existing, "--new-key-file", f.newKeyPath],
+            ["keygen", "--out", f.keyPath],
+        ] {
+            let before = try fileBytes(arguments[0] == "keygen" ? f.keyPath : existing)
+            let result = runInProcess(arguments + ["--json"])
+            expectEnvelope(result, command: arguments[0], status: 1)
+            #expect(kind(result) == "destinationExists", "\(result)")
+            #expect(try fileBytes(arguments[0] == "keygen" ? f.keyPath : existing) == before)
+        }
     }
 
     @Test("every subcommand has --json")

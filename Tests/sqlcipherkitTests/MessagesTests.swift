@@ -32,16 +32,33 @@ struct MessagesTests {
                 #expect(!result.standardError.contains(apiName), "\(result)")
             }
         }
-        #expect(CLIWording.translate("give it with CipherSettings.salt or a raw key with salt (x'<96 hex>')")
-            .contains("--salt-file"))
-        // Every library phrase the table knows comes out without API names.
-        for (library, _) in CLIWording.replacements {
-            let text = CLIWording.translate("before \(library) after")
-            for apiName in ["Encryption.none", "CipherSettings.", "exportEncrypted(", "exportDecryptedPlaintextCopy(",
-                            "backup(toPath:"] {
-                #expect(!text.contains(apiName), "\(library) → \(text)")
+    }
+
+    /// Every remedy the library can attach, in the CLI's words: no API name, and the option or subcommand to use.
+    static let remedies: [DatabaseError.Remedy] = [
+        .openWithoutKeyOrEncrypt, .openWithKey, .openWithPlaintextHeaderSettings, .giveSalt, .encryptIntoNewFile,
+        .decryptIntoNewFile, .matchSourceCipherSettings, .copyWithBackup, .copyWithVacuumInto, .keyThroughAPI,
+        .cipherSettingsWhenOpening, .pageSizeWhenCreating, .migrateWithExport, .attachWithKey, .stopOtherProcesses,
+        .openWithCompatibility(3), .openWithSQLCipher4, .removeWhitespaceAfterRawKey, .writeRawKeyWithQuotes,
+        .checkTrailingSpaceInPassphrase,
+    ]
+
+    @Test("every remedy is worded with the CLI's options and subcommands, never the library's API")
+    func remedyWording() {
+        for remedy in Self.remedies {
+            let text = remedy.cliWording
+            for apiName in ["Encryption.", "CipherSettings", "exportEncrypted(", "exportDecryptedPlaintextCopy(",
+                            "backup(toPath:", "Connection.", "KeyRotation", "OpenOptions", "rekey(to:"] {
+                #expect(!text.contains(apiName), "\(remedy) → \(text)")
             }
+            #expect(!text.isEmpty)
         }
+        #expect(DatabaseError.Remedy.giveSalt.cliWording.contains("--salt-file"))
+        #expect(DatabaseError.Remedy.openWithCompatibility(3).cliWording.contains("--cipher-compatibility 3"))
+        // The library's own message keeps its API words; the CLI renders the same error with its options.
+        let error = DatabaseError(.invalidKey, "no salt", remedy: .giveSalt)
+        #expect(error.message.contains("CipherSettings.salt"))
+        #expect(ErrorWording.message(for: error) == "no salt; " + DatabaseError.Remedy.giveSalt.cliWording)
     }
 
     @Test("exec --plaintext opens a plaintext database; without it, no key is a usage error")

@@ -375,9 +375,8 @@ final class RowDecodingContext {
     }
 
     func missingColumnError(_ key: some CodingKey, type: Any.Type) -> DatabaseError {
-        DatabaseError(
-            kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
-            message: "no column named `\(key.stringValue)` for the \(type) property of \(recordType) (the row has: "
+        DatabaseError.outOfRange(
+            "no column named `\(key.stringValue)` for the \(type) property of \(recordType) (the row has: "
                 + columnNames.joined(separator: ", ") + ")",
             sql: statement.sql)
     }

@@ -151,8 +151,8 @@ final class ConnectionFactory: Sendable {
         let size = regularFileSize(atPath: path) ?? 0
         if (settings.plaintextHeaderSize ?? 0) > 0 {
             guard size == 0 else {
-                throw EncryptionKey.invalid(
-                    "a database with a plaintext header does not store its salt; give it with CipherSettings.salt")
+                throw DatabaseError(
+                    .invalidKey, "a database with a plaintext header does not store its salt", remedy: .giveSalt)
             }
             return (0..<EncryptionKey.saltByteCount).map { _ in UInt8.random(in: 0...255) }
         }

@@ -9,9 +9,7 @@ extension Connection {
     public func quickCheck() throws {
         let report = try quickCheckProblems()
         guard report.isEmpty else {
-            throw DatabaseError(
-                kind: .verificationFailed, code: DatabaseError.SQLITE_CORRUPT,
-                message: "PRAGMA quick_check failed: " + report.prefix(5).joined(separator: "; "))
+            throw DatabaseError.checkFailed("PRAGMA quick_check failed: " + report.prefix(5).joined(separator: "; "))
         }
     }
 
@@ -26,9 +24,7 @@ extension Connection {
     func checkpointTruncate() throws {
         let isBusy = try first("PRAGMA wal_checkpoint(TRUNCATE)") { row in try row[0] as Int }
         guard isBusy == 0 else {
-            throw DatabaseError(
-                kind: .invalidState, code: DatabaseError.SQLITE_BUSY,
-                message: "the WAL checkpoint could not complete: another connection is reading the database")
+            throw DatabaseError.inUse("the WAL checkpoint could not complete: another connection is reading the database")
         }
     }
 

@@ -148,7 +148,7 @@ extension Connection {
                 }
             }, nil, nil, releaseBox)
             guard code == SQLITE_OK else {
-                throw DatabaseError.sqlite(code: code, connection: sqliteConnection)
+                throw DatabaseError.fromSQLite(code: code, connection: sqliteConnection)
             }
         }
     }
@@ -188,7 +188,7 @@ extension Connection {
                 }
             }, releaseBox)
             guard code == SQLITE_OK else {
-                throw DatabaseError.sqlite(code: code, connection: sqliteConnection)
+                throw DatabaseError.fromSQLite(code: code, connection: sqliteConnection)
             }
         }
     }
@@ -213,7 +213,7 @@ extension Connection {
                 return result < 0 ? -1 : (result > 0 ? 1 : 0)
             }, releaseBox)
             guard code == SQLITE_OK else {
-                throw DatabaseError.sqlite(code: code, connection: sqliteConnection)
+                throw DatabaseError.fromSQLite(code: code, connection: sqliteConnection)
             }
         }
     }

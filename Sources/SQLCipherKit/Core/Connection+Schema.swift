@@ -156,7 +156,7 @@ extension Connection {
         var checkpointed: CInt = -1
         let code = sqlite3_wal_checkpoint_v2(sqliteConnection, schema, mode.code, &logFrames, &checkpointed)
         guard code == SQLITE_OK else {
-            throw DatabaseError.sqlite(code: code, connection: sqliteConnection, sql: "checkpoint")
+            throw DatabaseError.fromSQLite(code: code, connection: sqliteConnection, sql: "checkpoint")
         }
         return CheckpointResult(logFrameCount: Int(logFrames), checkpointedFrameCount: Int(checkpointed))
     }

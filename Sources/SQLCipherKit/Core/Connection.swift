@@ -195,7 +195,7 @@ public final class Connection {
         var sqliteConnection: OpaquePointer?
         let code = sqlite3_open_v2(path, &sqliteConnection, flags, options.vfsName)
         guard code == SQLITE_OK, let sqliteConnection else {
-            let error = DatabaseError.sqlite(code: code, connection: sqliteConnection)
+            let error = DatabaseError.fromSQLite(code: code, connection: sqliteConnection)
             sqlite3_close(sqliteConnection)
             throw DatabaseError(
                 kind: error.kind, code: error.extendedResultCode, message: "\(error.message) (path: \(path))")
@@ -548,6 +548,11 @@ public struct OpenOptions: Sendable {
 
     /// Set on the library's own scratch connections, whose key check needs no read-only probe first.
     var skipsKeyProbe = false
+
+    /// Whether a key that does not open the file with the engine's default settings makes the open look for the
+    /// other SQLCipher format (``OtherFormatProbe``) to name it in the error. Off for the library's own "does this
+    /// key open it" probes, which expect failures and whose errors nobody reads.
+    var namesOtherFormat = true
 
     /// The VFS to open with (`nil`: the default); a ``ReadOnlyOverlay``'s for a read-only check.
     var vfsName: String?

@@ -69,18 +69,34 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConv
 ///     // missing folder, permissions
 /// }
 /// ```
-public struct DatabaseError: Error, CustomStringConvertible, Sendable {
+public struct DatabaseError: Error, CustomStringConvertible, Sendable, DatabaseErrorKinds {
     /// What went wrong, for conditions a caller may want to handle on their own.
-    public struct Kind: Hashable, Sendable, CustomStringConvertible {
+    ///
+    /// Each kind is declared once (in ``DatabaseErrorKinds``), with the result code an error of that kind carries
+    /// unless it is given another (the code SQLite itself uses for the condition). `DatabaseError.wrongKey`,
+    /// `DatabaseError.Kind.wrongKey` and `.wrongKey` where a kind is expected are the same value.
+    public struct Kind: Hashable, Sendable, CustomStringConvertible, DatabaseErrorKinds {
         /// A stable identifier for the kind, such as `"wrongKey"`.
         public let name: String
 
-        init(_ name: String) {
+        /// The result code an error of this kind carries unless it is given another: the code SQLite itself uses
+        /// for that condition (`SQLITE_MISUSE` for a misuse of the API, `SQLITE_NOTADB` for a key that does not
+        /// open the file, `SQLITE_BUSY` for a lock, …).
+        public let defaultResultCode: ResultCode
+
+        init(_ name: String, _ defaultResultCode: ResultCode) {
             self.name = name
+            self.defaultResultCode = defaultResultCode
         }
 
         /// The identifier.
         public var description: String { name }
+
+        /// Kinds are equal when their names are.
+        public static func == (lhs: Kind, rhs: Kind) -> Bool { lhs.name == rhs.name }
+
+        /// Hashes the name.
+        public func hash(into hasher: inout Hasher) { hasher.combine(name) }
 
         /// Lets `catch DatabaseError.wrongKey` match a ``DatabaseError`` of that kind.
         public static func ~= (pattern: Kind, error: any Error) -> Bool {
@@ -94,8 +110,17 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
     /// The extended result code; ``resultCode`` gives its primary code.
     public let extendedResultCode: ResultCode
 
-    /// The error message, from SQLite or from the library.
-    public let message: String
+    /// What went wrong, from SQLite or from the library, without the advice ``remedy`` holds.
+    public let reason: String
+
+    /// What the caller can do about it, when there is something to say; ``message`` words it in the library's API.
+    public let remedy: Remedy?
+
+    /// The error message: ``reason``, then ``remedy`` in the library's words.
+    public var message: String {
+        guard let remedy else { return reason }
+        return "\(reason); \(remedy.libraryWording)"
+    }
 
     /// The SQL that failed, when the failure belongs to one statement. Never the values bound to it.
     public let sql: String?
@@ -111,17 +136,23 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
     /// ```swift
     /// throw DatabaseError(.invalidArgument, "pagesPerStep must be at least 1")
     /// ```
-    public init(_ kind: Kind, _ message: String, sql: String? = nil) {
-        self.init(kind: kind, code: kind.defaultResultCode, message: message, sql: sql)
+    public init(_ kind: Kind, _ reason: String, remedy: Remedy? = nil, sql: String? = nil) {
+        self.init(kind: kind, code: kind.defaultResultCode, message: reason, remedy: remedy, sql: sql)
     }
 
     /// Creates an error with a result code of its own (for an error SQLite reported, or a kind whose usual code
     /// does not fit). The message and SQL must not contain key material or bound values.
-    public init(kind: Kind, code: ResultCode, message: String, sql: String? = nil) {
+    public init(kind: Kind, code: ResultCode, message reason: String, remedy: Remedy? = nil, sql: String? = nil) {
         self.kind = kind
         self.extendedResultCode = code
-        self.message = message
+        self.reason = reason
+        self.remedy = remedy
         self.sql = sql
+    }
+
+    /// This error with another reason (the kind, code, remedy and SQL kept), for a caller that adds context.
+    func withReason(_ reason: String) -> DatabaseError {
+        DatabaseError(kind: kind, code: extendedResultCode, message: reason, remedy: remedy, sql: sql)
     }
 
     /// A one-line description: kind, code, message and SQL.
@@ -140,111 +171,74 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
 
 // MARK: - Kinds
 
-extension DatabaseError.Kind {
+/// The kinds of ``DatabaseError``, each declared once. Both ``DatabaseError`` (for `catch DatabaseError.wrongKey`)
+/// and ``DatabaseError/Kind`` (for `error.kind == .wrongKey`) have them.
+public protocol DatabaseErrorKinds {}
+
+extension DatabaseErrorKinds {
     /// SQLite reported the error; ``DatabaseError/extendedResultCode`` says which.
-    public static let sqlite = Self("sqlite")
+    public static var sqlite: DatabaseError.Kind { DatabaseError.Kind("sqlite", DatabaseError.SQLITE_ERROR) }
     /// The key (or the cipher settings) does not open the encrypted database.
-    public static let wrongKey = Self("wrongKey")
+    public static var wrongKey: DatabaseError.Kind { DatabaseError.Kind("wrongKey", DatabaseError.SQLITE_NOTADB) }
     /// A key was given, but the file is a plaintext SQLite database.
-    public static let notEncrypted = Self("notEncrypted")
+    public static var notEncrypted: DatabaseError.Kind {
+        DatabaseError.Kind("notEncrypted", DatabaseError.SQLITE_NOTADB)
+    }
     /// No key was given (``Encryption/none``), but the file is not a plaintext database: probably encrypted.
-    public static let missingKey = Self("missingKey")
+    public static var missingKey: DatabaseError.Kind { DatabaseError.Kind("missingKey", DatabaseError.SQLITE_NOTADB) }
     /// The file is not a database: truncated, or garbage.
-    public static let notADatabase = Self("notADatabase")
+    public static var notADatabase: DatabaseError.Kind {
+        DatabaseError.Kind("notADatabase", DatabaseError.SQLITE_NOTADB)
+    }
     /// The linked library is plain SQLite, not SQLCipher.
-    public static let notSQLCipher = Self("notSQLCipher")
+    public static var notSQLCipher: DatabaseError.Kind {
+        DatabaseError.Kind("notSQLCipher", DatabaseError.SQLITE_ERROR)
+    }
     /// The linked SQLCipher lacks a feature; the message names it, the version it needs and the one linked.
-    public static let unsupportedByEngine = Self("unsupportedByEngine")
+    public static var unsupportedByEngine: DatabaseError.Kind {
+        DatabaseError.Kind("unsupportedByEngine", DatabaseError.SQLITE_ERROR)
+    }
     /// A key is empty, malformed, or could not be read.
-    public static let invalidKey = Self("invalidKey")
+    public static var invalidKey: DatabaseError.Kind { DatabaseError.Kind("invalidKey", DatabaseError.SQLITE_MISUSE) }
     /// A database value could not be converted to the requested Swift type.
-    public static let valueConversion = Self("valueConversion")
+    public static var valueConversion: DatabaseError.Kind {
+        DatabaseError.Kind("valueConversion", DatabaseError.SQLITE_MISMATCH)
+    }
     /// A parameter index or name does not exist in the statement, or the argument count is wrong.
-    public static let invalidArgument = Self("invalidArgument")
+    public static var invalidArgument: DatabaseError.Kind {
+        DatabaseError.Kind("invalidArgument", DatabaseError.SQLITE_MISUSE)
+    }
     /// The connection (or the statement's connection) is closed.
-    public static let connectionClosed = Self("connectionClosed")
+    public static var connectionClosed: DatabaseError.Kind {
+        DatabaseError.Kind("connectionClosed", DatabaseError.SQLITE_MISUSE)
+    }
     /// The SQL is not exactly one statement where one was required, or is empty.
-    public static let invalidSQL = Self("invalidSQL")
+    public static var invalidSQL: DatabaseError.Kind { DatabaseError.Kind("invalidSQL", DatabaseError.SQLITE_MISUSE) }
     /// A transaction was used in a way its contract forbids (nested `transaction`, ended by its own body, …).
-    public static let transactionMisuse = Self("transactionMisuse")
+    public static var transactionMisuse: DatabaseError.Kind {
+        DatabaseError.Kind("transactionMisuse", DatabaseError.SQLITE_MISUSE)
+    }
     /// A check the library ran after an operation failed (the file is not what it should be).
-    public static let verificationFailed = Self("verificationFailed")
+    public static var verificationFailed: DatabaseError.Kind {
+        DatabaseError.Kind("verificationFailed", DatabaseError.SQLITE_ERROR)
+    }
     /// The operation needs a state the database is not in (other connections open, inside a transaction, …).
-    public static let invalidState = Self("invalidState")
+    public static var invalidState: DatabaseError.Kind {
+        DatabaseError.Kind("invalidState", DatabaseError.SQLITE_MISUSE)
+    }
     /// A file or folder the operation needs is missing, exists already, or cannot be written.
-    public static let fileSystem = Self("fileSystem")
+    public static var fileSystem: DatabaseError.Kind { DatabaseError.Kind("fileSystem", DatabaseError.SQLITE_CANTOPEN) }
     /// A migration failed with an error that is not a ``DatabaseError``; the message names the migration.
-    public static let migrationFailed = Self("migrationFailed")
+    public static var migrationFailed: DatabaseError.Kind {
+        DatabaseError.Kind("migrationFailed", DatabaseError.SQLITE_ABORT)
+    }
     /// The key opens the database, but the file is damaged: truncated, a partial last page, or pages that do not
     /// decrypt or authenticate. The message names what is wrong (and the page when it is known).
-    public static let damaged = Self("damaged")
+    public static var damaged: DatabaseError.Kind { DatabaseError.Kind("damaged", DatabaseError.SQLITE_CORRUPT) }
     /// The disk (or the file system's quota) is full: `SQLITE_FULL` or `ENOSPC`. Nothing half-written was kept.
-    public static let diskFull = Self("diskFull")
+    public static var diskFull: DatabaseError.Kind { DatabaseError.Kind("diskFull", DatabaseError.SQLITE_FULL) }
     /// Another connection or process holds a lock on the database, and it was not released within the busy timeout.
-    public static let busy = Self("busy")
-}
-
-extension DatabaseError.Kind {
-    /// The result code an error of this kind carries unless it is given another: the code SQLite itself uses for
-    /// that condition (`SQLITE_MISUSE` for a misuse of the API, `SQLITE_NOTADB` for a key that does not open the
-    /// file, `SQLITE_BUSY` for a lock, …).
-    public var defaultResultCode: ResultCode {
-        switch self {
-        case .invalidArgument, .invalidState, .invalidKey, .invalidSQL, .transactionMisuse, .connectionClosed:
-            DatabaseError.SQLITE_MISUSE
-        case .valueConversion: DatabaseError.SQLITE_MISMATCH
-        case .fileSystem: DatabaseError.SQLITE_CANTOPEN
-        case .wrongKey, .notEncrypted, .missingKey, .notADatabase: DatabaseError.SQLITE_NOTADB
-        case .damaged: DatabaseError.SQLITE_CORRUPT
-        case .diskFull: DatabaseError.SQLITE_FULL
-        case .busy: DatabaseError.SQLITE_BUSY
-        case .migrationFailed: DatabaseError.SQLITE_ABORT
-        default: DatabaseError.SQLITE_ERROR   // sqlite, notSQLCipher, unsupportedByEngine, verificationFailed
-        }
-    }
-}
-
-extension DatabaseError {
-    /// Matches errors the engine reported (``Kind/sqlite``).
-    public static let sqlite = Kind.sqlite
-    /// Matches ``Kind/wrongKey``.
-    public static let wrongKey = Kind.wrongKey
-    /// Matches ``Kind/notEncrypted``.
-    public static let notEncrypted = Kind.notEncrypted
-    /// Matches ``Kind/missingKey``.
-    public static let missingKey = Kind.missingKey
-    /// Matches ``Kind/notADatabase``.
-    public static let notADatabase = Kind.notADatabase
-    /// Matches ``Kind/notSQLCipher``.
-    public static let notSQLCipher = Kind.notSQLCipher
-    /// Matches ``Kind/unsupportedByEngine``.
-    public static let unsupportedByEngine = Kind.unsupportedByEngine
-    /// Matches ``Kind/invalidKey``.
-    public static let invalidKey = Kind.invalidKey
-    /// Matches ``Kind/valueConversion``.
-    public static let valueConversion = Kind.valueConversion
-    /// Matches ``Kind/invalidArgument``.
-    public static let invalidArgument = Kind.invalidArgument
-    /// Matches ``Kind/connectionClosed``.
-    public static let connectionClosed = Kind.connectionClosed
-    /// Matches ``Kind/invalidSQL``.
-    public static let invalidSQL = Kind.invalidSQL
-    /// Matches ``Kind/transactionMisuse``.
-    public static let transactionMisuse = Kind.transactionMisuse
-    /// Matches ``Kind/verificationFailed``.
-    public static let verificationFailed = Kind.verificationFailed
-    /// Matches ``Kind/invalidState``.
-    public static let invalidState = Kind.invalidState
-    /// Matches ``Kind/fileSystem``.
-    public static let fileSystem = Kind.fileSystem
-    /// Matches ``Kind/migrationFailed``.
-    public static let migrationFailed = Kind.migrationFailed
-    /// Matches ``Kind/damaged``.
-    public static let damaged = Kind.damaged
-    /// Matches ``Kind/diskFull``.
-    public static let diskFull = Kind.diskFull
-    /// Matches ``Kind/busy``.
-    public static let busy = Kind.busy
+    public static var busy: DatabaseError.Kind { DatabaseError.Kind("busy", DatabaseError.SQLITE_BUSY) }
 }
 
 // MARK: - Result codes
@@ -330,7 +324,7 @@ extension DatabaseError {
 extension DatabaseError {
     /// An error from SQLite, read from the connection right away, before another call overwrites it.
     @usableFromInline
-    static func sqlite(code: CInt, connection: OpaquePointer?, sql: String? = nil) -> DatabaseError {
+    static func fromSQLite(code: CInt, connection: OpaquePointer?, sql: String? = nil) -> DatabaseError {
         let extended = connection.map { sqlite3_extended_errcode($0) } ?? code
         // The connection's extended code belongs to this failure only when its primary code matches.
         let resolved = (extended & 0xFF) == (code & 0xFF) ? extended : code
@@ -343,8 +337,141 @@ extension DatabaseError {
 
     @usableFromInline
     static func closed(sql: String? = nil) -> DatabaseError {
-        DatabaseError(
-            kind: .connectionClosed, code: SQLITE_MISUSE,
-            message: "the connection is closed", sql: sql)
+        DatabaseError(.connectionClosed, "the connection is closed", sql: sql)
+    }
+}
+
+// MARK: - Remedies
+
+extension DatabaseError {
+    /// What the caller can do about an error, as a value: ``DatabaseError/message`` words it in the library's API
+    /// (``libraryWording``), and a tool built on the library can word it in its own terms (the `sqlcipherkit` CLI
+    /// names its options and subcommands) without parsing the message.
+    ///
+    /// ```swift
+    /// do { try Connection(path: path, key: key) }
+    /// catch let error as DatabaseError where error.remedy == .openWithCompatibility(3) {
+    ///     // a SQLCipher 3 file on SQLCipher 4: open it with CipherSettings(compatibility: 3), or migrate it
+    /// }
+    /// ```
+    public enum Remedy: Hashable, Sendable {
+        /// The file is a plaintext database: open it without a key, or encrypt it into a new file.
+        case openWithoutKeyOrEncrypt
+        /// The file is encrypted: open it with its key.
+        case openWithKey
+        /// The file is a database with a plaintext header: open it with its key, its header size and its salt.
+        case openWithPlaintextHeaderSettings
+        /// A database with a plaintext header does not store its salt: give it with the settings or the key.
+        case giveSalt
+        /// The database is plaintext: make an encrypted copy of it instead.
+        case encryptIntoNewFile
+        /// A plaintext copy of an encrypted database is made only by the decrypting export.
+        case decryptIntoNewFile
+        /// A backup destination needs the source's cipher settings; an export can change them.
+        case matchSourceCipherSettings
+        /// `VACUUM INTO` is not available: copy with a backup or an export.
+        case copyWithBackup
+        /// `VACUUM INTO` in SQL is refused: make the copy through the library (private, same key, verified).
+        case copyWithVacuumInto
+        /// Keys never travel in SQL: open with a key; change it with a rekey or a rotation.
+        case keyThroughAPI
+        /// Cipher settings are given when opening, and changed only by re-encrypting.
+        case cipherSettingsWhenOpening
+        /// The page size of an encrypted database is a cipher setting, given when the database is created.
+        case pageSizeWhenCreating
+        /// `cipher_migrate` is an action: migrate with an export.
+        case migrateWithExport
+        /// A file attached without a key would be plaintext: give a key, or allow plaintext attachments.
+        case attachWithKey
+        /// Other processes hold the database file: stop them first (they would go on with the old file).
+        case stopOtherProcesses
+        /// The file opens with the default settings of this earlier SQLCipher major version.
+        case openWithCompatibility(Int)
+        /// The file looks like SQLCipher 4's format and the linked engine is older (the reason says which): open it
+        /// with SQLCipher 4.
+        case openWithSQLCipher4
+        /// The key file's raw key is followed by whitespace (trailing spaces, a blank line): remove it.
+        case removeWhitespaceAfterRawKey
+        /// The key is 64 or 96 hex digits without `x'…'`, so it was read as a passphrase: write it as `x'<hex>'`.
+        case writeRawKeyWithQuotes
+        /// The passphrase ends with a space or a tab, which is part of the passphrase: remove it if it was a mistake.
+        case checkTrailingSpaceInPassphrase
+
+        /// The advice in the library's API words, as ``DatabaseError/message`` ends.
+        public var libraryWording: String {
+            switch self {
+            case .openWithoutKeyOrEncrypt:
+                "open it with Encryption.none, or encrypt it into a new file with an export"
+            case .openWithKey:
+                "open it with its key"
+            case .openWithPlaintextHeaderSettings:
+                "open it with its key, CipherSettings.plaintextHeaderSize and its salt"
+            case .giveSalt:
+                "give it with CipherSettings.salt or a raw key with salt (x'<96 hex>')"
+            case .encryptIntoNewFile:
+                "export it into an encrypted copy with exportEncrypted(to:key:settings:)"
+            case .decryptIntoNewFile:
+                "a plaintext copy is made only by exportDecryptedPlaintextCopy(to:)"
+            case .matchSourceCipherSettings:
+                "give the destination the source's cipher settings, or use exportEncrypted(to:key:settings:) to"
+                    + " change them"
+            case .copyWithBackup:
+                "use backup(toPath:) or exportEncrypted(to:key:settings:)"
+            case .copyWithVacuumInto:
+                "use Connection.vacuum(into:) (private, same key and settings, verified)"
+            case .keyThroughAPI:
+                "open with a key (Connection(path:key:)), change it with Connection.rekey(to:) or KeyRotation"
+            case .cipherSettingsWhenOpening:
+                "give them as CipherSettings when opening; to change them, re-encrypt with"
+                    + " exportEncrypted(to:key:settings:) or KeyRotation"
+            case .pageSizeWhenCreating:
+                "give CipherSettings(pageSize:) when the database is created"
+            case .migrateWithExport:
+                "to migrate, use exportEncrypted(to:key:settings:)"
+            case .attachWithKey:
+                "give a key (ATTACH … KEY ?, Connection.attach(_:as:encryption:)), or allow plaintext attachments"
+                    + " explicitly (OpenOptions.allowsPlaintextAttachments)"
+            case .stopOtherProcesses:
+                "stop them first: they would keep using the old file"
+            case .openWithCompatibility(let version):
+                "this file opens with CipherSettings(compatibility: \(version)) (SQLCipher \(version)'s format)"
+            case .openWithSQLCipher4:
+                "open it with a program linked to SQLCipher 4"
+            case .removeWhitespaceAfterRawKey:
+                "the raw key is followed by spaces or blank lines: a key file holds x'<hex>' and at most one"
+                    + " newline; remove the rest"
+            case .writeRawKeyWithQuotes:
+                "the key is all hex digits without x'…' around them, so it was read as a passphrase; a raw key is"
+                    + " written x'<64 hex>' (or x'<96 hex>' with its salt)"
+            case .checkTrailingSpaceInPassphrase:
+                "the passphrase ends with a space or a tab, which counts as part of it; if it was not meant to be"
+                    + " there, remove it"
+            }
+        }
+    }
+}
+
+// MARK: - Errors with a code of their own
+
+extension DatabaseError {
+    /// ``Kind/invalidArgument`` with `SQLITE_RANGE`: a column or parameter that is not there.
+    @usableFromInline
+    static func outOfRange(_ reason: String, sql: String? = nil) -> DatabaseError {
+        DatabaseError(kind: .invalidArgument, code: SQLITE_RANGE, message: reason, sql: sql)
+    }
+
+    /// ``Kind/invalidState`` with `SQLITE_BUSY`: a file that others use (or left a journal beside).
+    static func inUse(_ reason: String, remedy: Remedy? = nil) -> DatabaseError {
+        DatabaseError(kind: .invalidState, code: SQLITE_BUSY, message: reason, remedy: remedy)
+    }
+
+    /// ``Kind/verificationFailed`` with `SQLITE_CORRUPT`: a check found the file is not what it should be.
+    static func checkFailed(_ reason: String) -> DatabaseError {
+        DatabaseError(kind: .verificationFailed, code: SQLITE_CORRUPT, message: reason)
+    }
+
+    /// ``Kind/sqlite`` with `SQLITE_AUTH`, as SQLite's own authorizer refusals: a statement the SQL guard refused.
+    static func notAuthorized(_ reason: String, remedy: Remedy? = nil, sql: String? = nil) -> DatabaseError {
+        DatabaseError(kind: .sqlite, code: SQLITE_AUTH, message: reason, remedy: remedy, sql: sql)
     }
 }

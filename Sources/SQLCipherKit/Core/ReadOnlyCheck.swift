@@ -31,6 +31,10 @@ final class ReadOnlyCheck {
     /// The most memory the overlay used for restored pages during the last run.
     private(set) var overlayMemoryHighWater = 0
 
+    /// Whether a wrong key's error names the other SQLCipher format when the file is in it (see
+    /// ``OpenOptions/namesOtherFormat``); the "which key opens it" probes turn it off.
+    var namesOtherFormat = true
+
     init(path: String) {
         self.path = path
         var holders: [Int32] = []
@@ -62,6 +66,7 @@ final class ReadOnlyCheck {
         guard usesOverlay else {
             var options = OpenOptions(mode: .readOnly, busyTimeout: busyTimeout, statementCacheCapacity: 0)
             options.logger = nil
+            options.namesOtherFormat = namesOtherFormat
             let connection = try Connection(path: path, encryption: encryption, options: options)
             defer { connection.close() }
             return try body(connection)
@@ -77,6 +82,7 @@ final class ReadOnlyCheck {
         var options = OpenOptions(mode: .readWrite, busyTimeout: busyTimeout, statementCacheCapacity: 0)
         options.logger = nil
         options.skipsKeyProbe = true
+        options.namesOtherFormat = namesOtherFormat
         options.vfsName = overlay.vfsName
         do {
             let connection = try Connection(path: path, encryption: encryption, options: options)

@@ -133,9 +133,7 @@ public struct Row {
 
     @usableFromInline
     func nameError(_ name: String) -> DatabaseError {
-        DatabaseError(
-            kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
-            message: "no column named `\(name)` in the row", sql: statement.sql)
+        DatabaseError.outOfRange("no column named `\(name)` in the row", sql: statement.sql)
     }
 
     /// The raw value at a 0-based index.
@@ -176,9 +174,7 @@ public struct Row {
 
     @usableFromInline
     func indexError(_ index: Int) -> DatabaseError {
-        DatabaseError(
-            kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
-            message: "column index \(index) out of range 0..<\(columnCount)", sql: statement.sql)
+        DatabaseError.outOfRange("column index \(index) out of range 0..<\(columnCount)", sql: statement.sql)
     }
 
     @usableFromInline

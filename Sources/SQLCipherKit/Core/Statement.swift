@@ -202,9 +202,7 @@ public final class Statement {
     public func declaredType(ofColumn index: Int) throws -> String? {
         try checkOpen()
         guard (0..<columnCount).contains(index) else {
-            throw DatabaseError(
-                kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
-                message: "column index \(index) out of range 0..<\(columnCount)", sql: sql)
+            throw DatabaseError.outOfRange("column index \(index) out of range 0..<\(columnCount)", sql: sql)
         }
         return sqlite3_column_decltype(sqliteStatement, CInt(index)).map { String(cString: $0) }
     }
@@ -293,9 +291,7 @@ public final class Statement {
             let index = sqlite3_bind_parameter_index(sqliteStatement, candidate)
             if index > 0 { return Int(index) }
         }
-        throw DatabaseError(
-            kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
-            message: "the statement has no parameter named `\(name)`", sql: sql)
+        throw DatabaseError.outOfRange("the statement has no parameter named `\(name)`", sql: sql)
     }
 
     /// Binds a value to the parameter at a 1-based index.
@@ -306,9 +302,7 @@ public final class Statement {
     public func bind(_ value: some DatabaseValueConvertible, at index: Int) throws {
         try checkOpen()
         guard index >= 1 && index <= parameterCount else {
-            throw DatabaseError(
-                kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
-                message: "parameter index \(index) out of range 1...\(parameterCount)", sql: sql)
+            throw DatabaseError.outOfRange("parameter index \(index) out of range 1...\(parameterCount)", sql: sql)
         }
         try bindChecked(value, at: CInt(index))
     }
@@ -357,9 +351,7 @@ public final class Statement {
             }
             if let missing = (1...max(parameterCount, 1)).first(where: { parameterCount > 0 && !bound.contains($0) }) {
                 let name = parameterName(at: missing) ?? "?\(missing)"
-                throw DatabaseError(
-                    kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
-                    message: "no value for parameter `\(name)`", sql: sql)
+                throw DatabaseError.outOfRange("no value for parameter `\(name)`", sql: sql)
             }
         }
     }
@@ -367,9 +359,7 @@ public final class Statement {
     @usableFromInline
     func checkArgumentCount(_ count: Int) throws(DatabaseError) {
         guard count == parameterCount else {
-            throw DatabaseError(
-                kind: .invalidArgument, code: DatabaseError.SQLITE_RANGE,
-                message: "the statement takes \(parameterCount) argument(s), \(count) given", sql: sql)
+            throw DatabaseError.outOfRange("the statement takes \(parameterCount) argument(s), \(count) given", sql: sql)
         }
     }
 

@@ -161,15 +161,11 @@ package final class AtomicReplacement {
     /// A non-empty `-wal` or a journal with a header beside the destination would be replayed into the new file.
     private func refuseLiveSideFiles() throws {
         if (regularFileSize(atPath: destination + "-wal") ?? 0) > 0 {
-            throw DatabaseError(
-                kind: .invalidState, code: DatabaseError.SQLITE_BUSY,
-                message: "\(destination) has a write-ahead log with content (it is in use, or was not closed"
+            throw DatabaseError.inUse("\(destination) has a write-ahead log with content (it is in use, or was not closed"
                     + " cleanly); it was not replaced")
         }
         if hasHotJournalHeader(atPath: destination + "-journal") {
-            throw DatabaseError(
-                kind: .invalidState, code: DatabaseError.SQLITE_BUSY,
-                message: "\(destination) has a rollback journal (it is being written, or a crash left it); it was"
+            throw DatabaseError.inUse("\(destination) has a rollback journal (it is being written, or a crash left it); it was"
                     + " not replaced")
         }
     }

@@ -199,7 +199,7 @@ extension Connection {
         }
 
         guard let backup = sqlite3_backup_init(destinationConnection, "main", sourceConnection, "main") else {
-            throw DatabaseError.sqlite(code: sqlite3_errcode(destinationConnection), connection: destinationConnection)
+            throw DatabaseError.fromSQLite(code: sqlite3_errcode(destinationConnection), connection: destinationConnection)
         }
         var finished = false
         defer {
@@ -234,7 +234,7 @@ extension Connection {
                     finished = true
                     let finishCode = sqlite3_backup_finish(backup)
                     guard finishCode == SQLITE_OK else {
-                        throw DatabaseError.sqlite(code: finishCode, connection: destinationConnection)
+                        throw DatabaseError.fromSQLite(code: finishCode, connection: destinationConnection)
                     }
                     return
                 }
@@ -254,7 +254,7 @@ extension Connection {
             default:
                 finished = true
                 sqlite3_backup_finish(backup)
-                throw DatabaseError.sqlite(code: code, connection: destinationConnection)
+                throw DatabaseError.fromSQLite(code: code, connection: destinationConnection)
             }
         }
     }
@@ -285,20 +285,17 @@ extension Connection {
     private func checkBackupCompatibility(with destination: Connection) throws {
         let source = try cipherLayout()
         let target = try destination.cipherLayout()
-        func refuse(_ message: String) -> DatabaseError {
-            DatabaseError(
-                .invalidArgument,
-                "backup refused: \(message); nothing was copied")
+        func refuse(_ message: String, remedy: DatabaseError.Remedy) -> DatabaseError {
+            DatabaseError(.invalidArgument, "backup refused: \(message); nothing was copied", remedy: remedy)
         }
         if source.isEncrypted && !target.isEncrypted {
             throw refuse(
-                "the source is encrypted and the destination is not; a plaintext copy is made only by"
-                    + " exportDecryptedPlaintextCopy(to:)")
+                "the source is encrypted and the destination is not", remedy: .decryptIntoNewFile)
         }
         if !source.isEncrypted && target.isEncrypted {
             throw refuse(
-                "the source is plaintext and the destination encrypted (the engine would write a corrupt file);"
-                    + " use exportEncrypted(to:key:settings:)")
+                "the source is plaintext and the destination encrypted (the engine would write a corrupt file)",
+                remedy: .encryptIntoNewFile)
         }
         // Between plaintext databases SQLite adapts the destination's page size itself.
         guard source.isEncrypted else { return }
@@ -315,9 +312,8 @@ extension Connection {
         ].filter { $0.1 != $0.2 }
         if let difference = differences.first {
             throw refuse(
-                "the \(difference.0) differs (source \(difference.1 ?? "none"), destination \(difference.2 ?? "none"));"
-                    + " give the destination the source's cipher settings, or use exportEncrypted(to:key:settings:)"
-                    + " to change them")
+                "the \(difference.0) differs (source \(difference.1 ?? "none"), destination \(difference.2 ?? "none"))",
+                remedy: .matchSourceCipherSettings)
         }
     }
 }

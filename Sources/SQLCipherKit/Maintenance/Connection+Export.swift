@@ -139,9 +139,8 @@ extension Connection {
                     + " it during ATTACH, before its settings can be applied); open it with its own Connection")
         }
         if EncryptionGuard.hasURIKeyParameter(path) {
-            throw DatabaseError(
-                kind: .sqlite, code: DatabaseError.SQLITE_AUTH,
-                message: "not authorized: \(EncryptionGuard.uriKeyRefusal.message); nothing was created")
+            throw DatabaseError.notAuthorized(
+                "not authorized: \(EncryptionGuard.uriKeyRefusal.message); nothing was created")
         }
         let isCreatedNow = FileCreation.createPrivateFileIfMissing(atPath: path)
         var isAttached = false

@@ -40,8 +40,8 @@ extension Connection {
         let sqliteConnection = try checkedConnection()
         guard let oldKey = encryption.key else {
             throw Self.rekeyRefused(
-                "the database is not encrypted; rekey cannot encrypt it (SQLCipher ignores it). Export it into an"
-                    + " encrypted copy with exportEncrypted(to:key:settings:)")
+                "the database is not encrypted; rekey cannot encrypt it (SQLCipher ignores it)",
+                remedy: .encryptIntoNewFile)
         }
         guard !isInsideTransaction else {
             throw Self.rekeyRefused("a transaction is open; rekey would commit it. Commit or roll back first")
@@ -150,8 +150,8 @@ extension Connection {
         }
     }
 
-    static func rekeyRefused(_ message: String) -> DatabaseError {
-        DatabaseError(.invalidState, "rekey refused: " + message)
+    static func rekeyRefused(_ message: String, remedy: DatabaseError.Remedy? = nil) -> DatabaseError {
+        DatabaseError(.invalidState, "rekey refused: " + message, remedy: remedy)
     }
 }
 

@@ -21,7 +21,7 @@ extension Connection {
             throw DatabaseError(
                 .unsupportedByEngine,
                 "VACUUM INTO needs SQLite 3.27 or later; the linked engine is SQLite \(SQLCipher.sqliteVersion)"
-                    + " (SQLCipher \(SQLCipher.version)). Use backup(toPath:) or exportEncrypted(to:key:settings:)")
+                    + " (SQLCipher \(SQLCipher.version))", remedy: .copyWithBackup)
         }
         if encryption.key != nil && !encryption.settings.isEngineDefault {
             try export(to: destination, encryption: encryption)

@@ -58,9 +58,7 @@ extension Connection {
         checksFreePages: Bool = true
     ) throws {
         func fail(_ message: String) -> DatabaseError {
-            DatabaseError(
-                kind: .verificationFailed, code: DatabaseError.SQLITE_CORRUPT,
-                message: "the copy did not verify: \(message); it was removed")
+            DatabaseError.checkFailed("the copy did not verify: \(message); it was removed")
         }
         if encryption.requiresEncryptedHeader && hasPlaintextSQLiteHeader(atPath: path) {
             throw fail("its header is plaintext although it should be encrypted")

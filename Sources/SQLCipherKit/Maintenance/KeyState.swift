@@ -66,7 +66,9 @@ public enum KeyState: String, Sendable, Hashable, CaseIterable, CustomStringConv
     /// Whether one key opens the file; `nil` when a lock kept it from being checked.
     static func opens(path: String, encryption: Encryption, depth: ProbeDepth, busyTimeout: Duration) -> Bool? {
         do {
-            try ReadOnlyCheck(path: path).run(encryption: encryption, busyTimeout: busyTimeout) { connection in
+            let check = ReadOnlyCheck(path: path)
+            check.namesOtherFormat = false
+            try check.run(encryption: encryption, busyTimeout: busyTimeout) { connection in
                 switch depth {
                 case .everyPage: try connection.quickCheck()
                 case .firstPage: _ = try connection.scalar("SELECT count(*) FROM sqlite_master", as: Int.self)

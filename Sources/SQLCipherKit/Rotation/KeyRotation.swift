@@ -290,9 +290,8 @@ public enum KeyRotation {
         if new.key?.salt == nil && new.settings.salt == nil {
             throw refused(
                 "the database has a plaintext header, which does not store the salt, and the new key has none: the"
-                    + " result would open only with the new key plus the old salt. Give the new key with the salt"
-                    + " (a raw key with salt, x'<64 hex key><32 hex salt>', with the salt `sqlcipherkit info` shows),"
-                    + " or CipherSettings.salt. Nothing was changed")
+                    + " result would open only with the new key plus the old salt. Nothing was changed",
+                remedy: .giveSalt)
         }
     }
 
@@ -336,9 +335,8 @@ public enum KeyRotation {
             let holders = OtherProcesses.holding(files: [replaced.id])
             defer { if holders.isEmpty { testHookBeforeRename.withLock { $0[request.path] }?() } }
             guard holders.isEmpty else {
-                throw DatabaseError(
-                    kind: .invalidState, code: DatabaseError.SQLITE_BUSY,
-                    message: "rotation refused: \(request.path) was opened by another process while the copy was"
+                throw DatabaseError.inUse(
+                    "rotation refused: \(request.path) was opened by another process while the copy was"
                         + " written (PID \(holders.map(String.init).joined(separator: ", "))); it would go on with the"
                         + " replaced file, and its writes would be lost. Nothing was changed. Stop it and run the"
                         + " rotation again, or rotate with the in-place method")
@@ -420,9 +418,13 @@ public enum KeyRotation {
     private static func lockDatabase(_ request: RotationRequest) throws -> Connection {
         let path = request.path
         guard regularFileSize(atPath: path).map({ $0 > 0 }) == true else {
-            throw DatabaseError(
-                .fileSystem,
-                "\(path) does not exist or is empty; nothing to rotate")
+            let format = DatabaseFileFormat.detect(atPath: path)
+            let what = switch format {
+            case .missing: "does not exist"
+            case .empty: "is empty (0 bytes), not a database yet"
+            default: "is not a regular file (a folder?)"
+            }
+            throw DatabaseError(.fileSystem, "\(path) \(what); nothing to rotate")
         }
         if OpenFiles.openCount(path: path) > 0 {
             throw refused("this process has other connections to \(path) open; close them first")
@@ -466,10 +468,9 @@ public enum KeyRotation {
     private static func refuseOtherProcesses(_ path: String) throws {
         let holders = OtherProcesses.holding(paths: [path, path + "-wal"])
         guard holders.isEmpty else {
-            throw DatabaseError(
-                kind: .invalidState, code: DatabaseError.SQLITE_BUSY,
-                message: "\(path) is open in other processes (PID \(holders.map(String.init).joined(separator: ", ")));"
-                    + " stop them first: they would keep using the old file; nothing was changed")
+            throw DatabaseError.inUse(
+                "\(path) is open in other processes (PID \(holders.map(String.init).joined(separator: ", ")));"
+                    + " nothing was changed", remedy: .stopOtherProcesses)
         }
     }
 
@@ -498,6 +499,7 @@ public enum KeyRotation {
         if !isVerifiedFile { try rotated.quickCheck() }
         var options = OpenOptions(mode: .readOnly, busyTimeout: .milliseconds(200))
         options.logger = nil
+        options.namesOtherFormat = false
         if let old = try? Connection(path: request.path, encryption: request.oldEncryption, options: options) {
             old.close()
             throw DatabaseError(
@@ -512,8 +514,8 @@ public enum KeyRotation {
     }
 
 
-    private static func refused(_ message: String) -> DatabaseError {
-        DatabaseError(.invalidState, "rotation refused: \(message)")
+    private static func refused(_ message: String, remedy: DatabaseError.Remedy? = nil) -> DatabaseError {
+        DatabaseError(.invalidState, "rotation refused: \(message)", remedy: remedy)
     }
 
     static func asDatabaseError(_ error: any Error) -> DatabaseError {

@@ -151,6 +151,7 @@ extension Connection {
         var options = OpenOptions(mode: .readOnly, isURI: true, busyTimeout: .zero, statementCacheCapacity: 0)
         options.logger = nil
         let uri = "file:" + uriEscaped(path) + "?immutable=1"
+        options.namesOtherFormat = false
         guard let connection = try? Connection(path: uri, encryption: encryption, options: options) else { return false }
         defer { connection.close() }
         return (try? connection.quickCheck()) != nil
@@ -264,9 +265,7 @@ extension Connection {
             if size > 0 && settings.salt == nil && key.salt == nil && schema == "main"
                 && regularFileSize(atPath: filePath) ?? 0 > 0 {
                 throw DatabaseError(
-                    .invalidKey,
-                    "a database with a plaintext header does not store its salt; give it with"
-                        + " CipherSettings.salt or a raw key with salt (x'<96 hex>')")
+                    .invalidKey, "a database with a plaintext header does not store its salt", remedy: .giveSalt)
             }
         }
         if let salt = settings.salt {
@@ -357,11 +356,11 @@ extension Connection {
         // The magic alone does not make a plaintext database: a plaintext-header database has it too.
         let isPlaintextDatabase = format == .plaintext
         let plaintextHeaderHint = "the file starts with a plaintext SQLite header but its content is encrypted: a"
-            + " database with a plaintext header (SQLCipher 4); open it with its key, CipherSettings.plaintextHeaderSize"
-            + " and its salt (path: \(path))"
+            + " database with a plaintext header (SQLCipher 4) (path: \(path))"
         if encryption.key == nil {
             if hasPlaintextMagic && !isPlaintextDatabase && size % 512 == 0 {
-                return DatabaseError(kind: .missingKey, code: code, message: plaintextHeaderHint)
+                return DatabaseError(
+                    kind: .missingKey, code: code, message: plaintextHeaderHint, remedy: .openWithPlaintextHeaderSettings)
             }
             if hasPlaintextMagic || size < 512 || size % 512 != 0 {
                 return DatabaseError(
@@ -370,23 +369,37 @@ extension Connection {
             }
             return DatabaseError(
                 kind: .missingKey, code: code,
-                message: "the file is not a plaintext SQLite database; it is probably encrypted: open it with its key"
-                    + " (path: \(path))")
+                message: "the file is not a plaintext SQLite database; it is probably encrypted (path: \(path))",
+                remedy: .openWithKey)
         }
         if hasPlaintextMagic && !isPlaintextDatabase && (encryption.settings.plaintextHeaderSize ?? 0) == 0 {
-            return DatabaseError(kind: .wrongKey, code: code, message: plaintextHeaderHint)
+            return DatabaseError(
+                kind: .wrongKey, code: code, message: plaintextHeaderHint, remedy: .openWithPlaintextHeaderSettings)
         }
         if isPlaintextDatabase && (encryption.settings.plaintextHeaderSize ?? 0) == 0 {
             return DatabaseError(
                 kind: .notEncrypted, code: code,
-                message: "the file is a plaintext SQLite database, not an encrypted one; open it with"
-                    + " Encryption.none, or encrypt it into a new file with an export (path: \(path))")
+                message: "the file is a plaintext SQLite database, not an encrypted one (path: \(path))",
+                remedy: .openWithoutKeyOrEncrypt)
         }
         if size < 512 || size % 512 != 0 {
             return DatabaseError(
                 kind: .notADatabase, code: code,
                 message: "the file is \(size) bytes, not a whole number of pages: it is not a database, or it is"
                     + " truncated (path: \(path))")
+        }
+        // A key that looks mistyped is the likelier cause; otherwise the file may be in the other SQLCipher format.
+        if let hint = encryption.key?.mistakeHint {
+            return DatabaseError(
+                kind: .wrongKey, code: code, message: "the key does not open the database (path: \(path))",
+                remedy: hint)
+        }
+        if options.namesOtherFormat, let remedy = OtherFormatProbe.remedy(path: filePath, encryption: encryption) {
+            let reason = remedy == .openWithSQLCipher4
+                ? "the key does not open the database: this file looks like SQLCipher 4's format; the linked engine"
+                    + " is SQLCipher \(SQLCipher.version)"
+                : "the key does not open the database with SQLCipher \(SQLCipher.version)'s default settings"
+            return DatabaseError(kind: .wrongKey, code: code, message: "\(reason) (path: \(path))", remedy: remedy)
         }
         return DatabaseError(
             kind: .wrongKey, code: code,

@@ -157,6 +157,17 @@ extension EncryptionKey {
         self = try array.withUnsafeBytes { try EncryptionKey.parseKeyText($0, source: "key") }
     }
 
+    /// Whether `content` is `x'<64 or 96 hex>'` followed by spaces, tabs or line breaks only (a key file whose only
+    /// fault is whitespace after the key).
+    private static func isRawKeyWithWhitespace(_ content: UnsafeRawBufferPointer) -> Bool {
+        var end = content.count
+        while end > 0, [0x20, 0x09, 0x0A, 0x0D].contains(content[end - 1]) { end -= 1 }
+        guard end < content.count, end >= 3, content[end - 1] == UInt8(ascii: "'") else { return false }
+        let digits = content[2..<(end - 1)]
+        return (digits.count == 2 * rawKeyByteCount || digits.count == 2 * (rawKeyByteCount + saltByteCount))
+            && digits.allSatisfy { Hex.value($0) != nil }
+    }
+
     static func parseKeyText(_ bytes: UnsafeRawBufferPointer, source: String) throws -> EncryptionKey {
         var content = bytes
         if content.last == UInt8(ascii: "\n") {
@@ -173,6 +184,11 @@ extension EncryptionKey {
             do {
                 return try Self.parseRawText(content)
             } catch let error as DatabaseError {
+                if Self.isRawKeyWithWhitespace(content) {
+                    throw DatabaseError(
+                        .invalidKey, "\(source) holds a raw key followed by whitespace",
+                        remedy: .removeWhitespaceAfterRawKey)
+                }
                 throw Self.invalid("\(source): \(error.message)")
             }
         }

@@ -43,6 +43,10 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
     /// The salt of a ``Kind/rawWithSalt`` key. A salt is not secret (SQLCipher stores it in the file's first bytes).
     public let salt: [UInt8]?
 
+    /// For a passphrase that looks like a typing mistake (64 or 96 hex digits without `x'…'`, a trailing space, tab
+    /// or line break), what a wrong-key error should say about it; never the key's bytes.
+    private(set) var mistakeHint: DatabaseError.Remedy?
+
     /// The number of raw key bytes.
     public static let rawKeyByteCount = 32
     /// The number of salt bytes.
@@ -82,6 +86,19 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
                 "the key is empty; SQLCipher would create a plaintext database with it")
         }
         self.init(kind: .passphrase, material: passphraseBuffer, salt: nil)
+        mistakeHint = passphraseBuffer.withUnsafeBytes { Self.mistakeHint(forPassphrase: $0) }
+    }
+
+    /// What a passphrase looks like by mistake, from its shape only.
+    private static func mistakeHint(forPassphrase bytes: UnsafeRawBufferPointer) -> DatabaseError.Remedy? {
+        let isHex = bytes.allSatisfy { Hex.value($0) != nil }
+        if isHex && (bytes.count == 2 * rawKeyByteCount || bytes.count == 2 * (rawKeyByteCount + saltByteCount)) {
+            return .writeRawKeyWithQuotes
+        }
+        if let last = bytes.last, [0x20, 0x09, 0x0A, 0x0D].contains(last) {
+            return .checkTrailingSpaceInPassphrase
+        }
+        return nil
     }
 
     // MARK: - Raw keys

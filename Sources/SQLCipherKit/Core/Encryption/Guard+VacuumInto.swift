@@ -13,9 +13,8 @@ import CSQLCipher
 extension EncryptionGuard {
     static let vacuumIntoRefusal = GuardRefusal(
         "VACUUM INTO is refused in SQL: the engine would write the copy with the process's file mode, without this"
-            + " database's cipher settings, and a URI file name could choose its key. Use Connection.vacuum(into:)"
-            + " (private, same key and settings, verified; CLI: sqlcipherkit backup)",
-        hidesSQL: true)
+            + " database's cipher settings, and a URI file name could choose its key",
+        remedy: .copyWithVacuumInto, hidesSQL: true)
 
     /// Why a compiled statement is refused although the authorizer let it compile, or `nil`.
     static func refusal(compiled statement: OpaquePointer, state: GuardState) -> GuardRefusal? {
@@ -26,9 +25,7 @@ extension EncryptionGuard {
     /// Throws the error for a statement ``refusal(compiled:state:)`` refuses.
     static func checkCompiled(_ statement: OpaquePointer, sql: @autoclosure () -> String?, state: GuardState) throws {
         guard let refusal = refusal(compiled: statement, state: state) else { return }
-        throw DatabaseError(
-            kind: .sqlite, code: DatabaseError.SQLITE_AUTH, message: "not authorized: \(refusal.message)",
-            sql: refusal.hidesSQL ? nil : sql())
+        throw refusal.error(sql: sql())
     }
 
     /// Whether SQL text is a VACUUM statement with more than an optional schema name: `VACUUM INTO …`,

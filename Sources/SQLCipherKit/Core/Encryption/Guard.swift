@@ -96,14 +96,12 @@ enum EncryptionGuard {
         if name == "page_size", value != nil, state.keyedSchemas.contains((schema ?? "main").lowercased()) {
             return GuardRefusal(
                 "PRAGMA \(shown) = … is refused on an encrypted database: SQLCipher takes it as the cipher page size,"
-                    + " which makes the file unreadable; give CipherSettings(pageSize:) when the database is created")
+                    + " which makes the file unreadable", remedy: .pageSizeWhenCreating)
         }
         guard isCipherPragma(name) || isCipherPragma(trimmedName) else { return nil }
         if keyPragmas.contains(trimmedName) {
             return GuardRefusal(
-                "PRAGMA \(shown) is refused: keys never travel in SQL. Open with a key (Connection(path:key:), the"
-                    + " CLI's --key-file/--key-env), change it with Connection.rekey(to:) or KeyRotation (CLI:"
-                    + " sqlcipherkit rotate)", hidesSQL: true)
+                "PRAGMA \(shown) is refused: keys never travel in SQL", remedy: .keyThroughAPI, hidesSQL: true)
         }
         if value == nil && readablePragmas.contains(name) {
             return nil
@@ -112,15 +110,13 @@ enum EncryptionGuard {
             return GuardRefusal(
                 "PRAGMA \(shown) is refused: SQL may read only these cipher PRAGMAs: "
                     + readablePragmas.sorted().joined(separator: ", ")
-                    + ". The others are actions (cipher_migrate: use exportEncrypted(to:key:settings:) or the CLI's"
-                    + " migrate) or engine-wide state")
+                    + ". The others are actions (such as cipher_migrate) or engine-wide state",
+                remedy: name.trimmingWhitespace().hasSuffix("cipher_migrate") ? .migrateWithExport : nil)
         }
         return GuardRefusal(
             "PRAGMA \(shown) = … is refused: SQL may not change cipher or key settings (changed on an open database,"
-                + " they make the file unreadable; the engine-wide ones change every connection of the process)."
-                + " Give them as CipherSettings when opening (CLI: --cipher-compatibility, --plaintext-header-size);"
-                + " to change them, re-encrypt with exportEncrypted(to:key:settings:) or KeyRotation (CLI:"
-                + " sqlcipherkit rotate, migrate)", hidesSQL: true)
+                + " they make the file unreadable; the engine-wide ones change every connection of the process)",
+            remedy: .cipherSettingsWhenOpening, hidesSQL: true)
     }
 
     /// A name as shown in a message: only when it looks like an identifier (so nothing typed by mistake, such as a
@@ -176,12 +172,12 @@ enum EncryptionGuard {
     /// The error for a failed prepare or step: an `SQLITE_AUTH` the guard caused names the refused PRAGMA, and
     /// leaves out SQL that may hold a key.
     static func error(code: CInt, connection: OpaquePointer?, sql: String?, state: GuardState) -> DatabaseError {
-        let error = DatabaseError.sqlite(code: code, connection: connection, sql: sql)
+        let error = DatabaseError.fromSQLite(code: code, connection: connection, sql: sql)
         guard code & 0xFF == SQLITE_AUTH, let refusal = state.lastRefusal else { return error }
         state.lastRefusal = nil
         return DatabaseError(
-            kind: error.kind, code: error.extendedResultCode, message: "\(error.message): \(refusal.message)",
-            sql: refusal.hidesSQL ? nil : sql)
+            kind: error.kind, code: error.extendedResultCode, message: "\(error.reason): \(refusal.message)",
+            remedy: refusal.remedy, sql: refusal.hidesSQL ? nil : sql)
     }
 
     // MARK: - ATTACH
@@ -203,8 +199,7 @@ enum EncryptionGuard {
             // SQLite names the file in "unable to open database: file:x.db?key=…": the message would carry the key.
             if let message = sqlite3_errmsg(handle.sqliteConnection).map({ String(cString: $0) }),
                mentionsURIKey(message) {
-                throw DatabaseError(
-                    kind: .sqlite, code: DatabaseError.SQLITE_AUTH, message: "not authorized: \(uriKeyRefusal.message)")
+                throw uriKeyRefusal.error(sql: nil)
             }
         }
         return code
@@ -235,6 +230,7 @@ enum EncryptionGuard {
                 _ = chmod(schema.file, 0o600)
             }
             let reason: String
+            var remedy: DatabaseError.Remedy?
             if wasKeyedByURI(schema: schema.name, handle: handle) {
                 reason = uriKeyRefusal.message
             } else if hasCodec(schema: schema.name, handle: handle) {
@@ -245,9 +241,8 @@ enum EncryptionGuard {
                 guard state.isKeyed, !state.allowsPlaintextAttachments,
                       !state.isAllowingLibraryPlaintextAttachment else { continue }
                 reason = "ATTACH of \(displayed("", schema.name)) without a key is refused on an encrypted"
-                    + " connection: the file would be written in plaintext. Give a key (ATTACH … KEY ?,"
-                    + " Connection.attach(_:as:encryption:)), or allow plaintext attachments explicitly"
-                    + " (OpenOptions.allowsPlaintextAttachments; CLI: exec --allow-plaintext)"
+                    + " connection: the file would be written in plaintext"
+                remedy = .attachWithKey
             }
             let detached = runLibraryStatement("DETACH DATABASE \(Connection.quoteIdentifier(schema.name))", handle)
             if detached {
@@ -259,9 +254,9 @@ enum EncryptionGuard {
             } else {
                 state.blockedSchemas.insert(schema.name.lowercased())
             }
-            throw DatabaseError(
-                kind: .sqlite, code: DatabaseError.SQLITE_AUTH,
-                message: "not authorized: \(reason)" + (detached ? "" : "; it could not be detached and stays unusable"))
+            throw DatabaseError.notAuthorized(
+                "not authorized: \(reason)" + (detached ? "" : "; it could not be detached and stays unusable"),
+                remedy: remedy)
         }
     }
 
@@ -315,13 +310,22 @@ enum EncryptionGuard {
 
 /// Why the guard refused a statement.
 struct GuardRefusal {
+    /// Why, without the advice (``remedy``).
     let message: String
+    /// What to do instead, worded by whoever shows the error.
+    let remedy: DatabaseError.Remedy?
     /// The SQL may hold a key (or a value typed where a key belongs): the error leaves it out.
     let hidesSQL: Bool
 
-    init(_ message: String, hidesSQL: Bool = false) {
+    init(_ message: String, remedy: DatabaseError.Remedy? = nil, hidesSQL: Bool = false) {
         self.message = message
+        self.remedy = remedy
         self.hidesSQL = hidesSQL
+    }
+
+    /// The error for a statement refused for this reason.
+    func error(sql: String?) -> DatabaseError {
+        DatabaseError.notAuthorized("not authorized: \(message)", remedy: remedy, sql: hidesSQL ? nil : sql)
     }
 }
 

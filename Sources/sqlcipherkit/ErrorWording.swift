@@ -1,0 +1,57 @@
+import SQLCipherKit
+
+/// The library's errors in the CLI's words: the library's reason as it is, and its advice (``DatabaseError/remedy``,
+/// a value, never parsed from text) in the CLI's options and subcommands rather than the library's API names.
+enum ErrorWording {
+    /// The message of `error` for operators.
+    static func message(for error: DatabaseError) -> String {
+        guard let remedy = error.remedy else { return error.reason }
+        return "\(error.reason); \(remedy.cliWording)"
+    }
+}
+
+extension DatabaseError.Remedy {
+    /// The advice in the CLI's words (``libraryWording`` is the library's).
+    var cliWording: String {
+        switch self {
+        case .openWithoutKeyOrEncrypt:
+            "encrypt it into a new file with `sqlcipherkit encrypt`, or run SQL on it as it is with"
+                + " `sqlcipherkit exec --plaintext`"
+        case .openWithKey:
+            "give its key with --key-file, --key-env or --key-stdin"
+        case .openWithPlaintextHeaderSettings:
+            "open it with its key, --plaintext-header-size (usually 32) and its salt (--salt-file, or a key file"
+                + " x'<96 hex>')"
+        case .giveSalt:
+            "give it with --salt-file, or use a key file holding x'<96 hex>' (key and salt)"
+        case .encryptIntoNewFile:
+            "encrypt it into a new file with `sqlcipherkit encrypt`"
+        case .decryptIntoNewFile:
+            "a plaintext copy is made only by `sqlcipherkit decrypt`"
+        case .matchSourceCipherSettings:
+            "give the destination the source's cipher settings (the same cipher options)"
+        case .copyWithBackup, .copyWithVacuumInto:
+            "use `sqlcipherkit backup` (a private copy with the same key and settings, verified)"
+        case .keyThroughAPI:
+            "give the key with --key-file, --key-env or --key-stdin, and change it with `sqlcipherkit rotate`"
+        case .cipherSettingsWhenOpening:
+            "give them as cipher options (--cipher-compatibility, --page-size, --plaintext-header-size, …); to"
+                + " change them, re-encrypt with `sqlcipherkit rotate` or `sqlcipherkit migrate`"
+        case .pageSizeWhenCreating:
+            "give --page-size when the database is created"
+        case .migrateWithExport:
+            "to migrate, use `sqlcipherkit migrate`"
+        case .attachWithKey:
+            "give the attached file a key (ATTACH … KEY ?), or allow plaintext attachments with --allow-plaintext"
+        case .stopOtherProcesses:
+            "stop them first: they would keep using the old file"
+        case .openWithCompatibility(let version):
+            "this file opens with --cipher-compatibility \(version)"
+                + (version == 3 ? " (`sqlcipherkit migrate` converts it to SQLCipher 4's format)" : "")
+        case .openWithSQLCipher4:
+            "run sqlcipherkit linked with SQLCipher 4 (the engine `sqlcipherkit --version` names is older)"
+        case .removeWhitespaceAfterRawKey, .writeRawKeyWithQuotes, .checkTrailingSpaceInPassphrase:
+            libraryWording
+        }
+    }
+}
