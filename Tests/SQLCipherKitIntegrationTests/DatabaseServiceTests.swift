@@ -22,8 +22,12 @@ struct DatabaseServiceTests {
         try await pool.write { db in try db.execute("CREATE TABLE t(x)") }
         let entered = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
+        let serviceEnded = Atomic(false)
         try await testGracefulShutdown { trigger in
-            let service = Task { try await pool.run() }
+            let service = Task {
+                try await pool.run()
+                serviceEnded.store(true, ordering: .sequentiallyConsistent)
+            }
             let write = Task {
                 try await pool.write { db in
                     entered.signal()
@@ -31,13 +35,12 @@ struct DatabaseServiceTests {
                     try db.execute("INSERT INTO t VALUES (1)")
                 }
             }
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().async { entered.wait(); continuation.resume() }
-            }
+            #expect(await awaitSignal(entered), "the write never started")
             trigger.triggerGracefulShutdown()
-            // The service is closing but waits for the write in flight.
-            try await Task.sleep(for: .milliseconds(100))
-            #expect(!service.isCancelled)
+            // The service is closing (the pool refuses new work from the moment close() begins) but waits for the
+            // write in flight, which cannot end before `release`.
+            #expect(await suspendingWait { pool.isClosed }, "graceful shutdown never closed the pool")
+            #expect(!serviceEnded.load(ordering: .sequentiallyConsistent), "the service ended before the write in flight")
             release.signal()
             try await write.value
             try await service.value

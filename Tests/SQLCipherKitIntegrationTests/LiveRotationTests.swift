@@ -28,29 +28,30 @@ struct LiveRotationTests {
 
         let workerCount = 8
         let minimumRequestsPerWorker = 150
-        let maximumRequestsPerWorker = 2_500  // bounded: the loop ends even if rotation never finishes
+        // Each worker goes on until the rotation has ended (done, or given up after the hang limit) and it has sent
+        // this many requests since: counted, not timed, so requests surely come after the rotation however slowly
+        // the machine runs.
+        let requestsAfterRotation = 20
         let load = LoadState()
 
         let rotation = Task {
+            defer { load.rotationEnded.store(true, ordering: .relaxed) }
             // Rotate once the load is running.
-            while load.requestsSent.load(ordering: .relaxed) < workerCount * 40 {
-                try await Task.sleep(for: .milliseconds(5))
-            }
+            _ = await suspendingWait { load.requestsSent.load(ordering: .relaxed) >= workerCount * 40 }
             try writeKeyFile(Self.newKeyText, to: keyFile + ".next")
-            for _ in 0..<1200 where FileManager.default.fileExists(atPath: keyFile + ".next") {
-                try await Task.sleep(for: .milliseconds(50))
+            let picked = await suspendingWait(within: .seconds(300)) {
+                !FileManager.default.fileExists(atPath: keyFile + ".next")
             }
-            load.rotationDone.store(!FileManager.default.fileExists(atPath: keyFile + ".next"), ordering: .relaxed)
+            load.rotationDone.store(picked, ordering: .relaxed)
             return load.requestsSent.load(ordering: .relaxed)
         }
         await withTaskGroup(of: Void.self) { group in
             for worker in 0..<workerCount {
                 group.addTask {
                     var index = 0
-                    while index < maximumRequestsPerWorker
-                        && (index < minimumRequestsPerWorker || !load.rotationDone.load(ordering: .relaxed)
-                            || index < minimumRequestsPerWorker * 2)
-                    {
+                    var sentAfterRotation = 0
+                    while index < minimumRequestsPerWorker || sentAfterRotation < requestsAfterRotation {
+                        if load.rotationEnded.load(ordering: .relaxed) { sentAfterRotation += 1 }
                         let body = "note \(worker)-\(index)"
                         load.requestsSent.add(1, ordering: .relaxed)
                         do {
@@ -110,6 +111,7 @@ struct LiveRotationTests {
 /// What the load generator observed, shared by its tasks.
 final class LoadState: Sendable {
     let rotationDone = Atomic<Bool>(false)
+    let rotationEnded = Atomic<Bool>(false)
     let requestsSent = Atomic<Int>(0)
     let acknowledged = Mutex<[Int: String]>([:])
     let failures = Mutex<[String]>([])

@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import Logging
-import SQLCipherKit
+@testable import SQLCipherKit
 import Synchronization
 import Testing
 
@@ -79,14 +79,17 @@ struct ConcurrencyTests {
             finished.signal()
         }
         holder.start()
-        started.wait()
+        #expect(await awaitSignal(started), "the holder never got the reader")
         let waiting = Task { try await pool.read { db in try db.scalar("SELECT 1", as: Int.self) } }
-        try await Task.sleep(for: .milliseconds(50))
+        // Cancelled once the pool has queued it for the reader: a task cancelled before it waits would test another
+        // path (cancelled before the read starts).
+        #expect(await suspendingWait { pool.coordinator.readerWaiterCount == 1 }, "the read never waited for the reader")
         waiting.cancel()
         let result = await waiting.result
         #expect(throws: CancellationError.self) { try result.get() }
+        #expect(pool.coordinator.readerWaiterCount == 0, "the cancelled read left its place in the queue")
         release.signal()
-        finished.wait()
+        #expect(await awaitSignal(finished))
         #expect(try await pool.read { db in try db.scalar("SELECT 2", as: Int.self) } == 2)
     }
 
@@ -100,7 +103,8 @@ struct ConcurrencyTests {
         let writer = Thread {
             try? pool.write { db in
                 started.signal()
-                Thread.sleep(forTimeInterval: 0.2)
+                // The write goes on only once close() has begun: it marks the pool closed, then waits for this write.
+                _ = blockingWait { pool.isClosed }
                 try db.execute("INSERT INTO account(balance) VALUES (5)")
                 finished.increment()
             }
@@ -152,15 +156,18 @@ struct ConcurrencyTests {
                 try db.execute("INSERT INTO t VALUES ('x')")
             }
         }
-        let gate = DispatchSemaphore(value: 0)
+        // Each read holds its reader until all 8 hold one, so 8 readers open (not fewer, reused by reads that did
+        // not overlap). The reads wait on the readers' queues, never on the cooperative threads.
+        let together = Rendezvous(parties: 8)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<8 {
                 group.addTask {
-                    _ = try await pool.read { db in
-                        gate.signal()
-                        Thread.sleep(forTimeInterval: 0.05)   // hold the reader so all 8 open
-                        return try db.scalar("SELECT count(*) FROM t", as: Int.self)
+                    let overlapped = try await pool.read { db in
+                        let overlapped = together.arrive()
+                        _ = try db.scalar("SELECT count(*) FROM t", as: Int.self)
+                        return overlapped
                     }
+                    #expect(overlapped, "the 8 reads never held their readers at once")
                 }
             }
             try await group.waitForAll()
@@ -180,6 +187,7 @@ struct ConcurrencyTests {
         let pool = try DatabasePool(path: path, keyProvider: .fixed(TestKeys.passphrase))
         try Self.makeAccounts(pool)
         let stop = SharedCounter()
+        let progress = (0..<4).map { _ in SharedCounter() }
         try await withThrowingTaskGroup(of: Int.self) { group in
             for index in 0..<4 {
                 group.addTask {
@@ -192,13 +200,18 @@ struct ConcurrencyTests {
                             #expect(total == 1000)
                         }
                         operations += 1
+                        progress[index].increment()
                     }
                     return operations
                 }
             }
-            try await Task.sleep(for: .milliseconds(100))
-            _ = try await Task.detached { try pool.rekey(to: .fixed(TestKeys.otherPassphrase)) }.value
-            try await Task.sleep(for: .milliseconds(100))
+            // The rekey starts once every worker runs, and the load stops once each has run again after it: counted,
+            // not timed. The rekey blocks until the work in flight drains, so it runs on a thread of its own.
+            #expect(await suspendingWait { progress.allSatisfy { $0.value > 0 } }, "the workers never ran")
+            _ = try await onThread { try pool.rekey(to: .fixed(TestKeys.otherPassphrase)) }
+            let atRekey = progress.map(\.value)
+            #expect(await suspendingWait { zip(progress, atRekey).allSatisfy { $0.value >= $1 + 3 } },
+                    "the workers did not go on after the rekey")
             stop.increment()
             var total = 0
             for try await operations in group { total += operations }

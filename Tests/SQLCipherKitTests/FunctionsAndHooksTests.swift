@@ -162,14 +162,27 @@ struct FunctionsAndHooksTests {
                 Int64.fromDatabaseValue(arguments[0]).map { $0 * 2 }
             }
         }
-        let pool = try DatabasePool(path: dir.path("functions.db"), keyProvider: .fixed(TestKeys.otherPassphrase),
-                                    configuration: .init(maximumReaderCount: 3, openOptions: options))
-        try await withThrowingTaskGroup(of: Int?.self) { group in
+        // On the readers' queues, the first 3 reads hold their readers until all 3 do: 3 readers open for certain
+        // (not fewer, reused by reads that did not overlap), and each must have the function.
+        let pool = try DatabasePool(
+            path: dir.path("functions.db"), keyProvider: .fixed(TestKeys.otherPassphrase),
+            configuration: .init(maximumReaderCount: 3, openOptions: options, asyncReadExecution: .readerQueue))
+        let together = Rendezvous(parties: 3)
+        try await withThrowingTaskGroup(of: (Int?, Bool).self) { group in
             for _ in 0..<6 {
-                group.addTask { try await pool.read { db in Thread.sleep(forTimeInterval: 0.02); return try db.scalar("SELECT twice(4)", as: Int.self) } }
+                group.addTask {
+                    try await pool.read { db in
+                        let overlapped = together.arrive()
+                        return (try db.scalar("SELECT twice(4)", as: Int.self), overlapped)
+                    }
+                }
             }
-            for try await value in group { #expect(value == 8) }
+            for try await (value, overlapped) in group {
+                #expect(value == 8)
+                #expect(overlapped, "3 reads never held their readers at once")
+            }
         }
+        #expect(pool.readerConnectionCount == 3)
         #expect(try await pool.write { db in try db.scalar("SELECT twice(5)", as: Int.self) } == 10)
         pool.close()
     }

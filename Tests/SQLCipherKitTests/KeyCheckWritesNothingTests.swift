@@ -1,5 +1,6 @@
 import Foundation
 import SQLCipherKit
+import Synchronization
 import Testing
 
 /// Checking a key never writes: no hot journal is rolled back and no write-ahead log checkpointed into a file before
@@ -124,16 +125,29 @@ struct KeyCheckWritesNothingTests {
             let holder = try Connection(path: path, key: TestKeys.raw)
             try holder.execute("BEGIN EXCLUSIVE")
             try holder.execute("INSERT INTO t(body) VALUES ('held')")
-            let released = DispatchSemaphore(value: 0)
-            let holderBox = UncheckedBox(holder)
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(800)) {
-                try? holderBox.value.execute("COMMIT")
-                released.signal()
-            }
-            // Before, this failed at once with "database is locked": the timeout was set after the key check.
-            let db = try Connection(path: path, key: TestKeys.raw, options: OpenOptions(busyTimeout: .seconds(60)))
-            #expect(try db.scalar("SELECT count(*) FROM t", as: Int.self) == 11)
-            released.wait()
+            // The opener runs on a thread of its own; the lock is let go once the opener waits for it in SQLite's
+            // busy handler, not after a guessed time (which, on a loaded machine, could come before it even tried).
+            let probe = try #require(BusyWaitProbe(), "the busy-wait probe VFS could not be registered")
+            let outcome = Mutex<Result<Int?, any Error>?>(nil)
+            let finished = DispatchSemaphore(value: 0)
+            Thread {
+                probe.watchCurrentThread()
+                defer { probe.stopWatchingCurrentThread() }
+                let result = Result<Int?, any Error> {
+                    let db = try Connection(path: path, key: TestKeys.raw, options: OpenOptions(busyTimeout: .seconds(120)))
+                    defer { db.close() }
+                    return try db.scalar("SELECT count(*) FROM t", as: Int.self)
+                }
+                outcome.withLock { $0 = result }
+                finished.signal()
+            }.start()
+            _ = blockingWait { probe.hasWaitedForALock || outcome.withLock { $0 != nil } }
+            // Before, the open failed at once with "database is locked": the timeout was set after the key check.
+            #expect(probe.hasWaitedForALock, "the open did not wait for the lock: \(String(describing: outcome.withLock { $0 }))")
+            try holder.execute("COMMIT")
+            #expect(finished.wait(timeout: .now() + 120) == .success, "the open never ended")
+            let count = try outcome.withLock { try $0?.get() }
+            #expect(count == 11)
         }
     }
 
@@ -155,10 +169,4 @@ struct KeyCheckWritesNothingTests {
             #expect(try Self.rowCount(path) == 10)
         }
     }
-}
-
-/// Hands a non-Sendable value to another thread in a test that orders the accesses itself.
-final class UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

@@ -195,7 +195,9 @@ struct MigrationTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<2 {
                 group.addTask {
-                    let db = try Connection(path: path, key: TestKeys.raw)
+                    // One waits for the other's lock for as long as that takes on a loaded machine (the default 5 s
+                    // would make the outcome depend on how fast the other runs).
+                    let db = try Connection(path: path, key: TestKeys.raw, options: OpenOptions(busyTimeout: .seconds(120)))
                     try migrator.migrate(db)
                     db.close()
                 }

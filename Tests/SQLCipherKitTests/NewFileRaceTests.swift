@@ -23,10 +23,14 @@ struct NewFileRaceTests {
         #expect(try fileBytes(path).isEmpty)
 
         // This connection keys the empty file now, then waits for the lock (its busy timeout only turns a hang into
-        // a failure).
+        // a failure). The creator writes once the opener waits for the lock in SQLite's busy handler: it has keyed
+        // the empty file by then, whatever the machine's load.
+        let probe = try #require(BusyWaitProbe(), "the busy-wait probe VFS could not be registered")
         let result = Mutex<Result<Int, any Error>?>(nil)
         let finished = DispatchSemaphore(value: 0)
         let opener = Thread {
+            probe.watchCurrentThread()
+            defer { probe.stopWatchingCurrentThread() }
             let outcome = Result<Int, any Error> {
                 let db = try Connection(
                     path: path, key: TestKeys.raw, options: OpenOptions(busyTimeout: .seconds(120)))
@@ -37,9 +41,10 @@ struct NewFileRaceTests {
             finished.signal()
         }
         opener.start()
-        Thread.sleep(forTimeInterval: 1)
+        _ = blockingWait { probe.hasWaitedForALock || result.withLock { $0 != nil } }
+        #expect(probe.hasWaitedForALock, "the opener did not wait for the lock: \(String(describing: result.withLock { $0 }))")
         #expect(sqlite3_exec(creator, "CREATE TABLE t(x); INSERT INTO t VALUES (1); COMMIT", nil, nil, nil) == SQLITE_OK)
-        finished.wait()
+        #expect(finished.wait(timeout: .now() + 120) == .success, "the opener never ended")
         let count = try result.withLock { try $0?.get() }
         #expect(count == 1)
 

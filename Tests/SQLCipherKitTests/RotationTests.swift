@@ -94,17 +94,9 @@ struct RotationTests {
         try withTemporaryDirectory { dir in
             let path = dir.path("shared.db")
             try EncryptionTests.makeDatabase(path, key: TestKeys.raw)
-            let holder = Process()
-            holder.executableURL = URL(fileURLWithPath: "/bin/sh")
-            holder.arguments = ["-c", "exec 3<\"$0\"; exec sleep 20", path]
-            try holder.run()
-            defer { kill(holder.processIdentifier, SIGKILL); holder.waitUntilExit() }
-            // Wait until the shell has opened the file.
-            for _ in 0..<100 {
-                if let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(holder.processIdentifier)/fd"),
-                   fds.contains("3") { break }
-                usleep(20_000)
-            }
+            // It holds the file until the test ends it, and says when it has it open.
+            let holder = try FileHolder(path: path)
+            defer { holder.stop() }
             let error = expectError(.invalidState) {
                 try KeyRotation.rotate(RotationRequest(
                     path: path, oldEncryption: .key(TestKeys.raw), newEncryption: .key(TestKeys.passphrase)))

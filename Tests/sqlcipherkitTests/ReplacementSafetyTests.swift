@@ -433,7 +433,8 @@ struct ReplacementSafetyTests {
         let writer = try PeerProcess(database: db, rawKeyText: keyText)
         defer { writer.stop() }
         try writer.startWriting(everyMilliseconds: 10, table: "item")
-        usleep(100_000)
+        // The backup starts once the writer has written (counted, not waited for).
+        #expect(blockingWait { ((try? rowCountWaiting(db, key: key)) ?? 0) >= 20_003 }, "the writer never wrote")
         let before = try rowCountWaiting(db, key: key)
 
         let start = ContinuousClock.now

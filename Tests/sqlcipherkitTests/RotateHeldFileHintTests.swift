@@ -13,16 +13,9 @@ struct RotateHeldFileHintTests {
         let (oldKeyFile, oldKey) = try scratch.rawKeyFile("old.key")
         let (newKeyFile, _) = try scratch.rawKeyFile("new.key")
         let path = try scratch.database("held.db", key: oldKey)
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/bin/sh")
-        holder.arguments = ["-c", "exec 3<\"$0\"; exec sleep 30", path]
-        try holder.run()
-        defer { kill(holder.processIdentifier, SIGKILL); holder.waitUntilExit() }
-        for _ in 0..<200 {
-            let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(holder.processIdentifier)/fd")
-            if fds?.contains("3") == true { break }
-            usleep(20_000)
-        }
+        // It holds the file until the test ends it, and says when it has it open.
+        let holder = try FileHolder(path: path)
+        defer { holder.stop() }
         let result = runInProcess(["rotate", path, "--key-file", oldKeyFile, "--new-key-file", newKeyFile])
         #expect(result.status != 0)
         let output = result.standardOutput + result.standardError

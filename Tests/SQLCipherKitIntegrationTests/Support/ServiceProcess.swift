@@ -87,7 +87,7 @@ func http(
         request.body = .bytes(ByteBuffer(string: body))
         if json { request.headers.add(name: "Content-Type", value: "application/json") }
     }
-    let response = try await client.execute(request, timeout: .seconds(60))
+    let response = try await client.execute(request, timeout: .seconds(120))  // a hang guard only
     let text = String(buffer: try await response.body.collect(upTo: 1 << 22))
     return (Int(response.status.code), text)
 }
