@@ -236,20 +236,20 @@ struct CipherOptions: ParsableArguments {
     var hmacSaltMask: String?
 
     func validate() throws {
-        if let compatibility, !(1...4).contains(compatibility) {
-            throw ValidationError("--cipher-compatibility must be 1, 2, 3 or 4, not \(compatibility)")
-        }
-        if let size = plaintextHeaderSize, size < 0 || size % 16 != 0 {
-            throw ValidationError("--plaintext-header-size must be a multiple of 16 (usually 32), not \(size)")
-        }
-        if let pageSize, pageSize < 512 || pageSize > 65536 || pageSize & (pageSize - 1) != 0 {
-            throw ValidationError("--page-size must be a power of two from 512 to 65536, not \(pageSize)")
-        }
-        if let kdfIterations, kdfIterations < 1 {
-            throw ValidationError("--kdf-iterations must be at least 1, not \(kdfIterations)")
-        }
-        if let fastKDFIterations, fastKDFIterations < 1 {
-            throw ValidationError("--fast-kdf-iterations must be at least 1, not \(fastKDFIterations)")
+        // The library's one check of the ranges, named by option.
+        let ranged = CipherSettings(
+            compatibility: compatibility, pageSize: pageSize, kdfIterations: kdfIterations,
+            plaintextHeaderSize: plaintextHeaderSize, fastKDFIterations: fastKDFIterations)
+        if let violation = ranged.rangeViolation {
+            let option = switch violation.setting {
+            case .compatibility: "--cipher-compatibility"
+            case .pageSize: "--page-size"
+            case .kdfIterations: "--kdf-iterations"
+            case .plaintextHeaderSize: "--plaintext-header-size"
+            case .salt: "--salt-file"
+            case .fastKDFIterations: "--fast-kdf-iterations"
+            }
+            throw ValidationError(violation.message(naming: option))
         }
         if hmacSaltMask != nil, hmacSaltMaskValue == nil {
             throw ValidationError("--hmac-salt-mask must be one byte in hex, such as 3a or 00")
@@ -379,41 +379,15 @@ extension CipherSettings.HMACAlgorithm: AlgorithmArgument, ExpressibleByArgument
 /// `--hmac-pgno`: `le`, `be` or `native`, the setting's own values.
 extension CipherSettings.HMACPageNumberEncoding: ExpressibleByArgument {}
 
-/// `--salt-file`: 32 hex digits (or `x'<32 hex>'`), one trailing newline allowed. The salt is not secret (a normal
-/// SQLCipher file stores it in its first 16 bytes), but the content is still never printed.
+/// `--salt-file`: the library's salt-file reader (32 hex digits or `x'<32 hex>'`), its failures reported as
+/// `invalidSalt`.
 enum SaltFile {
     static func read(_ path: String) throws -> [UInt8] {
-        let shownPath = KeyMaterialRedaction.shown(path, as: "salt file path")
-        // Non-blocking and fstat-checked like a key file: a FIFO must fail, not wait for a writer.
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard descriptor >= 0 else {
-            throw CommandFailure(
-                "cannot read the salt file \(shownPath): \(String(cString: strerror(errno)))", kind: "invalidSalt")
+        do {
+            return try CipherSettings.salt(contentsOfFile: path)
+        } catch let error as DatabaseError {
+            throw CommandFailure(error.message, kind: "invalidSalt")
         }
-        defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_size <= 256 else {
-            throw CommandFailure(
-                "the salt file \(shownPath) is not a regular file of at most 256 bytes", kind: "invalidSalt")
-        }
-        var bytes = [UInt8](repeating: 0, count: 257)
-        let count = bytes.withUnsafeMutableBytes { systemRead(descriptor, $0.baseAddress!, $0.count) }
-        guard count >= 0, count <= 256 else {
-            throw CommandFailure("cannot read the salt file \(shownPath)", kind: "invalidSalt")
-        }
-        var text = String(decoding: bytes[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if (text.hasPrefix("x'") || text.hasPrefix("X'")) && text.hasSuffix("'") && text.count >= 3 {
-            text = String(text.dropFirst(2).dropLast())
-        }
-        guard text.utf8.count == 32 else {
-            throw CommandFailure(
-                "the salt file \(shownPath) must hold 32 hex digits (16 bytes), optionally as x'<32 hex>'",
-                kind: "invalidSalt")
-        }
-        guard let salt = CipherSettings.salt(hexDigits: text) else {
-            throw CommandFailure("the salt file \(shownPath) must hold 32 hex digits (16 bytes)", kind: "invalidSalt")
-        }
-        return salt
     }
 }
 

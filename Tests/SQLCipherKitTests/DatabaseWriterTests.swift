@@ -39,13 +39,14 @@ struct DatabaseWriterTests {
         expectError(.connectionClosed) { try writer.read { _ in 0 } }
     }
 
-    @Test("a queue and a pool made from one configuration behave the same through the protocol")
+    @Test("a queue and a pool made with the same settings and options behave the same through the protocol")
     func sameBehaviour() async throws {
         let dir = try TemporaryDirectory()
-        var configuration = DatabaseWriterConfiguration(maximumReaderCount: 2)
+        var configuration = DatabasePool.Configuration(maximumReaderCount: 2)
         configuration.openOptions.busyTimeout = .seconds(60)
         let queue = try DatabaseQueue(
-            path: dir.path("queue.db"), keyProvider: .fixed(TestKeys.raw), configuration: configuration)
+            path: dir.path("queue.db"), keyProvider: .fixed(TestKeys.raw), settings: configuration.settings,
+            options: configuration.openOptions)
         let pool = try DatabasePool(
             path: dir.path("pool.db"), keyProvider: .fixed(TestKeys.raw), configuration: configuration)
         let writers: [any DatabaseWriter] = [queue, pool]

@@ -81,6 +81,34 @@ struct StatementTests {
         }
     }
 
+    @Test("execute, executeScript and prepare compile each statement once (the authorizer is asked once per INSERT)")
+    func compiledOnce() throws {
+        try withTemporaryDirectory { dir in
+            let db = try openWithTable(dir)
+            var insertsAuthorized = 0
+            try db.setAuthorizer { request in
+                if request.actionCode == AuthorizerRequest.insert { insertsAuthorized += 1 }
+                return .allow
+            }
+            let script = "INSERT INTO t(a) VALUES (1); SELECT a FROM t; INSERT INTO t(a) VALUES (2)"
+            try db.execute(script)
+            #expect(insertsAuthorized == 2, "execute")
+            insertsAuthorized = 0
+            var rowsSeen = 0
+            try db.executeScript(script) { statement, _ in
+                #expect(statement.sql == "SELECT a FROM t;")
+                rowsSeen += 1
+            }
+            #expect(insertsAuthorized == 2, "executeScript compiled a statement twice")
+            #expect(rowsSeen == 3)
+            insertsAuthorized = 0
+            try db.prepare("INSERT INTO t(a) VALUES (3);  -- done").run()
+            #expect(insertsAuthorized == 1, "prepare")
+            try db.setAuthorizer(nil)
+            #expect(try db.scalar("SELECT count(*) FROM t", as: Int.self) == 5)
+        }
+    }
+
     @Test("a trailing semicolon, spaces or comment after the statement are accepted")
     func prepareAcceptsTrailingNoise() throws {
         try withTemporaryDirectory { dir in

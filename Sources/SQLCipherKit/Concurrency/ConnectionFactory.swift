@@ -97,7 +97,8 @@ final class ConnectionFactory: Sendable {
         }
     }
 
-    /// Writes page 1 of an empty file with `key` (a raw key with salt), under an exclusive lock.
+    /// Writes page 1 of an empty file with `key` (a raw key with salt): opening a connection to the new file writes
+    /// it, under an exclusive lock (`Connection.createEncryptedFile`, the one writer of a new file's page 1).
     ///
     /// - Returns: `false` when another connection had written it first (its page 1 does not open with this key).
     private func writeFirstPage(key: EncryptionKey) throws -> Bool {
@@ -111,20 +112,7 @@ final class ConnectionFactory: Sendable {
             return false
         }
         defer { connection.close() }
-        do {
-            try connection.execute("BEGIN EXCLUSIVE")
-        } catch let error as DatabaseError where error.resultCode == DatabaseError.SQLITE_NOTADB {
-            return false
-        }
-        do {
-            // Setting a header field writes page 1, and with it the salt.
-            try connection.execute("PRAGMA user_version = 0")
-            try connection.execute("COMMIT")
-        } catch {
-            try? connection.execute("ROLLBACK")
-            throw error
-        }
-        return true
+        return connection.wroteFirstPage
     }
 
     /// Derives `key` for this database without opening it (rekey needs the new key in raw form).

@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Concurrent access to one database in WAL mode: one writer and up to ``DatabaseWriterConfiguration/maximumReaderCount`` readers
+/// Concurrent access to one database in WAL mode: one writer and up to ``Configuration/maximumReaderCount`` readers
 /// that run in parallel with it and with each other, each read in its own consistent snapshot.
 ///
 /// ```swift
@@ -29,8 +29,34 @@ import Darwin
 /// Closures must use only the `Connection` they receive and must not call the pool again (that would deadlock: it
 /// throws ``DatabaseError/invalidState``).
 public final class DatabasePool: DatabaseWriter {
-    /// How a pool opens and shares its connections: the configuration queues use too.
-    public typealias Configuration = DatabaseWriterConfiguration
+    /// How a pool opens and shares its connections.
+    ///
+    /// ```swift
+    /// var configuration = DatabasePool.Configuration(maximumReaderCount: 8)
+    /// configuration.openOptions.busyTimeout = .seconds(10)
+    /// let pool = try DatabasePool(path: "notes.db", keyProvider: .file("/run/secrets/notes.key"), configuration: configuration)
+    /// ```
+    public struct Configuration: Sendable {
+        /// The most reader connections a pool opens at once (on demand). At least 1.
+        public var maximumReaderCount: Int
+        /// Cipher settings for every connection.
+        public var settings: CipherSettings
+        /// Busy timeout, statement cache size, logger and connection preparation for every connection (the mode is
+        /// chosen by the pool).
+        public var openOptions: OpenOptions
+        /// Where the closures of a pool's async reads run. ``DatabasePool/AsyncReadExecution/adaptive`` by default.
+        public var asyncReadExecution: AsyncReadExecution
+
+        /// Creates a configuration.
+        public init(maximumReaderCount: Int = 4, settings: CipherSettings = .engineDefault,
+                    openOptions: OpenOptions = OpenOptions(),
+                    asyncReadExecution: AsyncReadExecution = .adaptive) {
+            self.maximumReaderCount = maximumReaderCount
+            self.settings = settings
+            self.openOptions = openOptions
+            self.asyncReadExecution = asyncReadExecution
+        }
+    }
 
     /// Where the closure of an async `read` runs once it has a reader.
     ///
@@ -150,17 +176,6 @@ public final class DatabasePool: DatabaseWriter {
     }
 
     // MARK: - Writing
-
-    /// Runs `body` in an immediate transaction on the writer, blocking the calling thread. Commits when `body`
-    /// returns, rolls back when it throws.
-    public func write<T>(_ body: (Connection) throws -> T) throws -> T {
-        do { return try coordinator.writeTransaction(body) } catch { coordinator.noteFailure(error); throw error }
-    }
-
-    /// Runs `body` in an immediate transaction on the writer, without blocking Swift's cooperative threads.
-    public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        do { return try await coordinator.writeTransaction(body) } catch { coordinator.noteFailure(error); throw error }
-    }
 
     /// Runs `body` on the writer outside any transaction (for VACUUM, PRAGMAs, or transactions of your own).
     public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {

@@ -26,14 +26,6 @@ public final class DatabaseQueue: DatabaseWriter {
         try self.init(path: path, keyProvider: Optional(keyProvider), settings: settings, options: options)
     }
 
-    /// Opens (or creates) an encrypted database with a key from `keyProvider`, configured as a pool would be (the
-    /// reader count and async execution concern pools only).
-    public convenience init(path: String, keyProvider: KeyProvider, configuration: DatabaseWriterConfiguration) throws {
-        try self.init(
-            path: path, keyProvider: Optional(keyProvider), settings: configuration.settings,
-            options: configuration.openOptions)
-    }
-
     /// Opens a **plaintext** database. Prefer ``init(path:keyProvider:settings:options:)``.
     public static func unencrypted(path: String, options: OpenOptions = OpenOptions()) throws -> DatabaseQueue {
         try DatabaseQueue(path: path, keyProvider: nil, settings: .engineDefault, options: options)
@@ -65,16 +57,6 @@ public final class DatabaseQueue: DatabaseWriter {
         try await coordinator.readTransaction(body)
     }
 
-    /// Runs `body` in an immediate transaction, blocking the calling thread.
-    public func write<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.writeTransaction(body)
-    }
-
-    /// Runs `body` in an immediate transaction, without blocking Swift's cooperative threads.
-    public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await coordinator.writeTransaction(body)
-    }
-
     /// Runs `body` outside any transaction (for VACUUM, PRAGMAs, or transactions of your own), blocking the calling
     /// thread.
     public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
@@ -86,13 +68,6 @@ public final class DatabaseQueue: DatabaseWriter {
         _ body: @escaping @Sendable (Connection) throws -> T
     ) async throws -> T {
         try await coordinator.onWriter(body)
-    }
-
-    /// Runs `body` outside any transaction: the same as `writeWithoutTransaction(_:)`, under the name the queue
-    /// had before it shared ``DatabaseWriter`` with the pool.
-    @available(*, deprecated, renamed: "writeWithoutTransaction")
-    public func inDatabase<T>(_ body: (Connection) throws -> T) throws -> T {
-        try coordinator.onWriter(body)
     }
 
     /// Changes the key; see ``DatabasePool/rekey(to:)``.

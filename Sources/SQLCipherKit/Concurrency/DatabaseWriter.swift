@@ -15,6 +15,9 @@
 ///
 /// Closures must use only the `Connection` they receive and must not call the writer again (that would deadlock: it
 /// throws ``DatabaseError/invalidState``). The library's two types are the only conforming types it expects.
+///
+/// `write` is written once, here, over `writeWithoutTransaction` (as GRDB does): a conforming type provides the
+/// access without a transaction and gets the transactional one.
 public protocol DatabaseWriter: AnyObject, Sendable {
     /// The database path.
     var path: String { get }
@@ -24,13 +27,6 @@ public protocol DatabaseWriter: AnyObject, Sendable {
 
     /// Runs `body` in a read transaction, suspending while it waits for a connection.
     func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T
-
-    /// Runs `body` in an immediate transaction on the writer, blocking the calling thread. Commits when `body`
-    /// returns, rolls back when it throws.
-    func write<T>(_ body: (Connection) throws -> T) throws -> T
-
-    /// Runs `body` in an immediate transaction on the writer, without blocking Swift's cooperative threads.
-    func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T
 
     /// Runs `body` on the writer outside any transaction, blocking the calling thread.
     func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T
@@ -53,33 +49,21 @@ public protocol DatabaseWriter: AnyObject, Sendable {
     var isClosed: Bool { get }
 }
 
-/// How a ``DatabaseQueue`` or a ``DatabasePool`` opens and shares its connections: one configuration for both
-/// (a queue uses the settings and options; the reader count and async execution concern pools only).
-///
-/// ```swift
-/// var configuration = DatabaseWriterConfiguration(maximumReaderCount: 8)
-/// configuration.openOptions.busyTimeout = .seconds(10)
-/// let pool = try DatabasePool(path: "notes.db", keyProvider: .file("/run/secrets/notes.key"), configuration: configuration)
-/// ```
-public struct DatabaseWriterConfiguration: Sendable {
-    /// The most reader connections a pool opens at once (on demand). At least 1. A queue has none.
-    public var maximumReaderCount: Int
-    /// Cipher settings for every connection.
-    public var settings: CipherSettings
-    /// Busy timeout, statement cache size, logger and connection preparation for every connection (the mode is
-    /// chosen by the queue or pool).
-    public var openOptions: OpenOptions
-    /// Where the closures of a pool's async reads run. ``DatabasePool/AsyncReadExecution/adaptive`` by default.
-    public var asyncReadExecution: DatabasePool.AsyncReadExecution
+extension DatabaseWriter {
+    /// Runs `body` in an immediate transaction on the writer, blocking the calling thread. Commits when `body`
+    /// returns, rolls back when it throws.
+    ///
+    /// ```swift
+    /// try database.write { db in try db.execute("INSERT INTO note(body) VALUES (?)", "hello") }
+    /// ```
+    public func write<T>(_ body: (Connection) throws -> T) throws -> T {
+        try writeWithoutTransaction { db in try db.transaction(.immediate) { try body(db) } }
+    }
 
-    /// Creates a configuration.
-    public init(maximumReaderCount: Int = 4, settings: CipherSettings = .engineDefault,
-                openOptions: OpenOptions = OpenOptions(),
-                asyncReadExecution: DatabasePool.AsyncReadExecution = .adaptive) {
-        self.maximumReaderCount = maximumReaderCount
-        self.settings = settings
-        self.openOptions = openOptions
-        self.asyncReadExecution = asyncReadExecution
+    /// Runs `body` in an immediate transaction on the writer, without blocking Swift's cooperative threads. Commits
+    /// when `body` returns, rolls back when it throws.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await writeWithoutTransaction { db in try db.transaction(.immediate) { try body(db) } }
     }
 }
 
@@ -96,16 +80,6 @@ extension AccessCoordinator {
     func readTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         if maximumReaderCount > 0 { return try await read(body) }
         return try await onWriter { db in try Self.readOnly(db, body) }
-    }
-
-    /// An immediate transaction on the writer.
-    func writeTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
-        try onWriter { db in try db.transaction(.immediate) { try body(db) } }
-    }
-
-    /// The async immediate transaction on the writer.
-    func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await onWriter { db in try db.transaction(.immediate) { try body(db) } }
     }
 
     private static func readOnly<T>(_ db: Connection, _ body: (Connection) throws -> T) throws -> T {

@@ -18,29 +18,11 @@ extension Connection {
     /// - Throws: The first statement's error, naming that statement's SQL; the statements before it stay executed.
     public func executeScript(_ sql: String, eachRow body: (Statement, Row) throws -> Void) throws {
         let sqliteConnection = try checkedConnection(sql: sql)
-        let utf8 = Array(sql.utf8) + [0]
-        var offset = 0
-        while offset < utf8.count - 1 {
-            // Find where the next statement ends without running it; it is compiled again below, once the
-            // statements before it have run (a CREATE TABLE must precede the INSERT that uses it).
-            let (code, length, isEmpty) = utf8.withUnsafeBufferPointer { buffer in
-                let start = UnsafeRawPointer(buffer.baseAddress! + offset).assumingMemoryBound(to: CChar.self)
-                var statement: OpaquePointer?
-                var tail: UnsafePointer<CChar>?
-                handle.guardState.lastRefusal = nil
-                let code = sqlite3_prepare_v2(sqliteConnection, start, -1, &statement, &tail)
-                defer { sqlite3_finalize(statement) }
-                let length = tail.map { $0 - start } ?? (buffer.count - 1 - offset)
-                return (code, length, statement == nil)
-            }
-            let text = String(decoding: utf8[offset..<(offset + length)], as: UTF8.self)
-            guard code == SQLITE_OK else {
-                throw EncryptionGuard.error(
-                    code: code, connection: sqliteConnection, sql: text.trimmingWhitespace(), state: handle.guardState)
-            }
-            offset += max(length, 1)
-            if isEmpty { continue }  // whitespace or a comment
-            let statement = try prepare(text.trimmingWhitespace())
+        let handle = handle
+        let compiler = StatementCompiler(sqliteConnection: sqliteConnection, guardState: handle.guardState)
+        // Each statement is compiled once, after the ones before it ran (a CREATE TABLE precedes the INSERT using it).
+        try compiler.forEachStatement(in: sql) { compiled, text in
+            let statement = Statement(handle: handle, compiled: compiled, sql: text())
             try statement.cursor().forEach { row in try body(statement, row) }
         }
     }

@@ -64,6 +64,11 @@ public final class Connection {
     @exclusivity(unchecked)
     var savepointCount = 0
 
+    /// Whether opening settled page 1 of a new (empty) encrypted file under this connection's key and salt (it wrote
+    /// it, or found it written with them under its lock): `false` when the file had a page 1 before it opened, or
+    /// another connection wrote it first with a salt of its own (see `createEncryptedFile`).
+    private(set) var wroteFirstPage = false
+
     /// Functions, collations, hooks and traces registered on this connection, applied again to the new handle when
     /// the connection reopens (after a rekey). Keyed, so registering the same name again replaces the entry.
     var registrations: [(key: String, apply: (Connection) throws -> Void)] = []
@@ -152,7 +157,8 @@ public final class Connection {
         }
     }
 
-    /// Writes the first page of a new encrypted database at once, under an exclusive lock.
+    /// Writes the first page of a new encrypted database at once, under an exclusive lock: the library's one writer
+    /// of a new file's page 1 (the connection factory opens a connection to have it written with a derived key).
     ///
     /// SQLCipher reads a file's salt when the key is given; for an empty file it picks a random one, which the file
     /// gets with its first page. Two connections (or processes) keying the same empty file at the same moment
@@ -179,10 +185,12 @@ public final class Connection {
         do {
             // BEGIN EXCLUSIVE read page 1 if there was one, so a file written meanwhile has this connection's salt
             // (a salt given with the key is the same for every connection); an empty one gets its first page now.
+            // Setting a header field writes page 1, and with it the salt.
             if regularFileSize(atPath: path) == 0 {
                 try execute("PRAGMA user_version = 0")
             }
             try execute("COMMIT")
+            wroteFirstPage = true
         } catch {
             try? execute("ROLLBACK")
             throw error
@@ -367,46 +375,24 @@ public final class Connection {
         let sqliteConnection = try checkedConnection(sql: sql)
         let handle = handle
         let guardState = handle.guardState
-        try sql.withCString { start in
-            var next: UnsafePointer<CChar>? = start
-            while let current = next, current.pointee != 0 {
-                var statement: OpaquePointer?
-                var tail: UnsafePointer<CChar>?
-                guardState.beginCompiling()
-                let code = sqlite3_prepare_v2(sqliteConnection, current, -1, &statement, &tail)
-                guard code == SQLITE_OK else {
+        let compiler = StatementCompiler(sqliteConnection: sqliteConnection, guardState: guardState)
+        try compiler.forEachStatement(in: sql) { compiled, text in
+            let statement = compiled.sqliteStatement
+            defer { sqlite3_finalize(statement) }
+            // An ATTACH is checked right after it ran, before the next statement can write into it.
+            let attachFileNames = compiled.attachFileNames
+            while true {
+                let stepCode = !attachFileNames.isEmpty
+                    ? try EncryptionGuard.step(attachingStatement: statement, fileNames: attachFileNames, handle: handle)
+                    : sqlite3_step(statement)
+                if stepCode == SQLITE_DONE { break }
+                if stepCode != SQLITE_ROW {
                     // The failing statement's text only: built on errors, not for every statement.
-                    let statementSQL = Self.sqlText(from: current, to: tail)
                     throw EncryptionGuard.error(
-                        code: code, connection: sqliteConnection, sql: statementSQL, state: guardState)
-                }
-                defer { sqlite3_finalize(statement) }
-                next = tail
-                guard let statement else { continue }  // whitespace or comment
-                try EncryptionGuard.checkCompiled(
-                    statement, sql: Self.sqlText(from: current, to: tail), state: guardState)
-                // An ATTACH is checked right after it ran, before the next statement can write into it.
-                let attachFileNames = guardState.compiledAttachFileNames
-                while true {
-                    let stepCode = !attachFileNames.isEmpty
-                        ? try EncryptionGuard.step(
-                            attachingStatement: statement, fileNames: attachFileNames, handle: handle)
-                        : sqlite3_step(statement)
-                    if stepCode == SQLITE_DONE { break }
-                    if stepCode != SQLITE_ROW {
-                        let statementSQL = Self.sqlText(from: current, to: tail)
-                        throw EncryptionGuard.error(
-                            code: stepCode, connection: sqliteConnection, sql: statementSQL, state: guardState)
-                    }
+                        code: stepCode, connection: sqliteConnection, sql: text(), state: guardState)
                 }
             }
         }
-    }
-
-    private static func sqlText(from start: UnsafePointer<CChar>, to end: UnsafePointer<CChar>?) -> String {
-        let count = end.map { $0 - start } ?? strlen(start)
-        let bytes = UnsafeRawBufferPointer(start: start, count: count)
-        return String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
     }
 
     /// Runs one statement with the given values bound to its parameters 1…n (from the statement cache).

@@ -92,54 +92,40 @@ public final class Statement {
     var cursorGeneration = 0
 
     /// Compiles exactly one statement. Throws for an empty SQL string or one with a second statement after the first.
-    init(handle: ConnectionHandle, sql: String) throws {
+    convenience init(handle: ConnectionHandle, sql: String) throws {
         guard let sqliteConnection = handle.sqliteConnection else { throw DatabaseError.closed(sql: sql) }
-        let guardState = handle.guardState
-        guardState.beginCompiling()
-        var statement: OpaquePointer?
-        var leftover = ""
-        let code = sql.withCString { cSQL -> CInt in
+        let compiler = StatementCompiler(sqliteConnection: sqliteConnection, guardState: handle.guardState)
+        let compiled = try sql.withCString { start throws -> CompiledStatement in
             var tail: UnsafePointer<CChar>?
-            let code = sqlite3_prepare_v2(sqliteConnection, cSQL, -1, &statement, &tail)
-            if code == SQLITE_OK, let tail, tail.pointee != 0 {
-                leftover = String(cString: tail)
+            guard let compiled = try compiler.compile(start, tail: &tail, sql: sql) else {
+                throw DatabaseError(.invalidSQL, "the SQL contains no statement", sql: sql)
             }
-            return code
+            if let tail, compiler.containsStatement(tail) {
+                sqlite3_finalize(compiled.sqliteStatement)
+                let shown = String(String(cString: tail).drop(while: { $0.isWhitespace || $0 == ";" }))
+                throw DatabaseError(
+                    .invalidSQL,
+                    "expected one statement, found more; leftover SQL: `\(shown)`"
+                        + " (use Connection.execute(_:) to run several statements)",
+                    sql: sql)
+            }
+            return compiled
         }
-        guard code == SQLITE_OK else {
-            throw EncryptionGuard.error(code: code, connection: sqliteConnection, sql: sql, state: guardState)
-        }
-        // The guard notes the ATTACH actions it sees compiled: this statement attaches a database.
-        self.attachFileNames = guardState.compiledAttachFileNames
-        self.attachesDatabase = !attachFileNames.isEmpty
-        guard let statement else {
-            throw DatabaseError(
-                .invalidSQL,
-                "the SQL contains no statement", sql: sql)
-        }
-        do {
-            try EncryptionGuard.checkCompiled(statement, sql: sql, state: guardState)
-        } catch {
-            sqlite3_finalize(statement)
-            throw error
-        }
-        defer { guardState.lastRefusal = nil }  // a refusal inside the leftover is not this statement's
-        if try Self.containsStatement(leftover, sqliteConnection: sqliteConnection) {
-            sqlite3_finalize(statement)
-            let shown = String(leftover.drop(while: { $0.isWhitespace || $0 == ";" }))
-            throw DatabaseError(
-                .invalidSQL,
-                "expected one statement, found more; leftover SQL: `\(shown)`"
-                    + " (use Connection.execute(_:) to run several statements)",
-                sql: sql)
-        }
-        handle.adopt(statement)
-        self.sqliteStatement = statement
+        self.init(handle: handle, compiled: compiled, sql: sql)
+    }
+
+    /// Adopts a statement the ``StatementCompiler`` compiled; `sql` is its text.
+    init(handle: ConnectionHandle, compiled: CompiledStatement, sql: String) {
+        handle.adopt(compiled.sqliteStatement)
+        self.sqliteStatement = compiled.sqliteStatement
         self.handle = handle
         self.sql = sql
-        self.parameterCount = Int(sqlite3_bind_parameter_count(statement))
-        self.attachFileParameter = attachFileNames == [nil]
-            ? EncryptionGuard.attachFileParameter(of: statement) : nil
+        self.parameterCount = Int(sqlite3_bind_parameter_count(compiled.sqliteStatement))
+        // The guard notes the ATTACH actions it sees compiled: this statement attaches a database.
+        self.attachFileNames = compiled.attachFileNames
+        self.attachesDatabase = !compiled.attachFileNames.isEmpty
+        self.attachFileParameter = compiled.attachFileNames == [nil]
+            ? EncryptionGuard.attachFileParameter(of: compiled.sqliteStatement) : nil
     }
 
     deinit {
@@ -151,16 +137,6 @@ public final class Statement {
             nameLookups.deinitialize(count: nameLookupCount)
             nameLookups.deallocate()
         }
-    }
-
-    /// Whether text left after the first statement holds another statement (not just spaces, `;` or comments).
-    private static func containsStatement(_ text: String, sqliteConnection: OpaquePointer) throws -> Bool {
-        guard text.contains(where: { !$0.isWhitespace && $0 != ";" }) else { return false }
-        var statement: OpaquePointer?
-        let code = sqlite3_prepare_v2(sqliteConnection, text, -1, &statement, nil)
-        defer { sqlite3_finalize(statement) }
-        // Text that does not compile is still "more SQL" than the caller should have passed.
-        return code != SQLITE_OK || statement != nil
     }
 
     @inlinable

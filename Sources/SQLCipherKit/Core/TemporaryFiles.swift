@@ -193,14 +193,15 @@ private func isSameFile(_ descriptor: CInt, _ path: String) -> Bool {
         && opened.st_ino == named.st_ino
 }
 
-/// Removes the temporary files registered by the one file-replacement path that are still in progress (for a signal
-/// handler of your own, or a shutdown path). The CLI installs handlers that do this on SIGINT, SIGTERM, SIGHUP and
-/// SIGQUIT.
-public enum TemporaryFiles {
+/// The command line's clean-up of the temporary files registered by the one file-replacement path that are still in
+/// progress: signal handlers and a forked guardian process. Package access: a library must not install signal
+/// handlers or fork helpers behind its user's back. A library user gets the next-run clean-up instead (a leftover
+/// whose claim no process holds is removed by the next write beside the same destination; Docs/Security.md).
+package enum TemporaryFiles {
     /// Installs handlers for SIGINT, SIGTERM, SIGHUP and SIGQUIT that remove the temporary database files in
     /// progress, then let the signal end the process as it would have. For command-line tools; a service that
-    /// handles these signals itself calls ``removeAll()`` from its own handler or shutdown path instead.
-    public static func installSignalCleanup() throws {
+    /// handles these signals itself would call ``removeAll()`` from its own handler instead.
+    package static func installSignalCleanup() throws {
         guard CSQLCipherKitSupport_installCleanupSignalHandlers() == 0 else {
             throw fileSystemError("cannot install the signal handlers")
         }
@@ -216,7 +217,7 @@ public enum TemporaryFiles {
     }
 
     /// Removes every temporary database file in progress (async-signal-safe: it only calls `unlink`).
-    public static func removeAll() {
+    package static func removeAll() {
         CSQLCipherKitSupport_removeRegisteredTemporaryFiles()
     }
 
@@ -233,7 +234,7 @@ public enum TemporaryFiles {
     ///
     /// - Returns: The guardian's process ID.
     @discardableResult
-    public static func startGuardian() throws -> Int32 {
+    package static func startGuardian() throws -> Int32 {
         let pid = CSQLCipherKitSupport_startGuardian()
         guard pid >= 0 else { throw fileSystemError("cannot start the guardian process") }
         return pid

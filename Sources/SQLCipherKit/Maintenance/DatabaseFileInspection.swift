@@ -12,9 +12,6 @@
 /// read as SQLite will read it after recovery and nothing is written (a hot journal is rolled back in memory; see
 /// ``hasHotJournal``). Key material is never part of the result.
 public struct DatabaseFileInspection: Sendable, Hashable {
-    /// What the file looks like from its bytes (see ``DatabaseFileFormat``).
-    public typealias Format = DatabaseFileFormat
-
     /// Facts every opened database has.
     public struct DatabaseDetails: Sendable, Hashable {
         /// `PRAGMA page_size`: the usable page size SQLite sees (SQLCipher's page size minus nothing; the reserve
@@ -56,7 +53,7 @@ public struct DatabaseFileInspection: Sendable, Hashable {
     /// The path inspected.
     public let path: String
     /// What the bytes say.
-    public let format: Format
+    public let format: DatabaseFileFormat
     /// The file's size, `nil` when there is no regular file.
     public let byteCount: Int?
     /// The size of the `-wal` file beside it, `nil` when there is none.
@@ -145,7 +142,7 @@ public struct DatabaseFileInspection: Sendable, Hashable {
     // MARK: - Internals
 
     private init(
-        path: String, format: Format, byteCount: Int?, walByteCount: Int?, hasHotJournal: Bool,
+        path: String, format: DatabaseFileFormat, byteCount: Int?, walByteCount: Int?, hasHotJournal: Bool,
         database: DatabaseDetails?, cipher: CipherDetails?
     ) {
         self.path = path
@@ -157,7 +154,7 @@ public struct DatabaseFileInspection: Sendable, Hashable {
         self.cipher = cipher
     }
 
-    static func fileFormat(atPath path: String) -> Format {
+    static func fileFormat(atPath path: String) -> DatabaseFileFormat {
         DatabaseFileFormat.detect(atPath: path)
     }
 

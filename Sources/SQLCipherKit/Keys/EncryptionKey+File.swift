@@ -75,20 +75,9 @@ extension EncryptionKey {
         atPath path: String, permissions: KeyFilePermissionPolicy = .requireOwnerOnly
     ) throws -> (key: EncryptionKey, identity: KeyFileIdentity) {
         let shownPath = KeyMaterialRedaction.shown(path, as: "key file path")
-        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard descriptor >= 0 else {
-            let reason = String(cString: strerror(errno))
-            throw Self.invalid("cannot read key file \(shownPath): \(reason)")
-        }
+        let (descriptor, status) = try openSmallFile(
+            atPath: path, describedAs: "key file \(shownPath)", limit: nil, failure: Self.invalid)
         defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
-            throw Self.invalid("cannot read key file \(shownPath): \(String(cString: strerror(errno)))")
-        }
-        guard (status.st_mode & S_IFMT) == S_IFREG else {
-            throw Self.invalid("key file \(shownPath) is not a regular file (a FIFO, device or folder is refused)")
-        }
         let mode = status.st_mode & 0o777
         if permissions == .requireOwnerOnly {
             // Whoever owns the file can replace the key: only this user or root may.
@@ -122,6 +111,39 @@ extension EncryptionKey {
             try EncryptionKey.parseKeyText(UnsafeRawBufferPointer(rebasing: bytes[0..<readCount]), source: "key file \(shownPath)")
         }
         return (key, KeyFileIdentity(status))
+    }
+
+    /// Opens a key or salt file for reading and checks it before a byte is read: the one way such files are opened.
+    ///
+    /// O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever; `fstat` on the descriptor
+    /// then refuses anything but a regular file (a FIFO, a device, a folder).
+    ///
+    /// - Parameters:
+    ///   - what: The file as messages name it, such as "key file /run/secrets/db".
+    ///   - limit: The largest size accepted here, or `nil` when the caller checks the size itself.
+    /// - Returns: The open descriptor (the caller closes it) and the file's status.
+    static func openSmallFile(
+        atPath path: String, describedAs what: String, limit: Int?, failure: (String) -> DatabaseError
+    ) throws -> (descriptor: CInt, status: stat) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard descriptor >= 0 else {
+            throw failure("cannot read \(what): \(String(cString: strerror(errno)))")
+        }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(descriptor)
+            throw failure("cannot read \(what): \(reason)")
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            close(descriptor)
+            throw failure("\(what) is not a regular file (a FIFO, device or folder is refused)")
+        }
+        if let limit, status.st_size > limit {
+            close(descriptor)
+            throw failure("\(what) is \(status.st_size) bytes; it may hold at most \(limit)")
+        }
+        return (descriptor, status)
     }
 
     /// Reads from `descriptor` into `buffer` until end of file, `limit` bytes or, when `stopsAtNewline`, a newline

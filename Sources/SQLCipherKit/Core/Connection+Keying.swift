@@ -201,12 +201,12 @@ extension Connection {
             try self.applyPragma("\(schema).\(name)", value: value, expected: expected)
         }
         let isVersion4 = SQLCipher.supports(.version4Format)
+        if let violation = settings.rangeViolation {
+            throw Self.invalidSetting(violation.message(naming: violation.setting.name))
+        }
 
         var settings = settings
-        if let compatibility = settings.compatibility {
-            guard let implied = CipherSettings.defaults(ofMajorVersion: compatibility) else {
-                throw Self.invalidSetting("compatibility must be 1, 2, 3 or 4, not \(compatibility)")
-            }
+        if let compatibility = settings.compatibility, let implied = CipherSettings.defaults(ofMajorVersion: compatibility) {
             if isVersion4 {
                 try SQLCipher.require(.compatibility)
                 // cipher_compatibility cannot be read back: check the settings it implies instead.
@@ -225,15 +225,9 @@ extension Connection {
             }
         }
         if let pageSize = settings.pageSize {
-            guard pageSize >= 512, pageSize <= 65536, pageSize & (pageSize - 1) == 0 else {
-                throw Self.invalidSetting("page size must be a power of two from 512 to 65536, not \(pageSize)")
-            }
             try applyPragma("cipher_page_size", value: String(pageSize), expected: String(pageSize))
         }
         if let kdfIterations = settings.kdfIterations {
-            guard kdfIterations >= 1 else {
-                throw Self.invalidSetting("KDF iterations must be at least 1, not \(kdfIterations)")
-            }
             try applyPragma("kdf_iter", value: String(kdfIterations), expected: String(kdfIterations))
         }
         if let usesHMAC = settings.usesHMAC {
@@ -255,12 +249,6 @@ extension Connection {
         }
         if let size = settings.plaintextHeaderSize {
             try SQLCipher.require(.plaintextHeader)
-            let pageSize = settings.pageSize ?? (isVersion4 ? 4096 : 1024)
-            // An invalid size fails later with a misleading SQLITE_NOMEM (Docs/EngineNotes.md#plaintext-header).
-            guard size >= 0, size % 16 == 0, size < pageSize - 96 else {
-                throw Self.invalidSetting(
-                    "plaintext header size must be a multiple of 16 from 0 to \(pageSize - 112), not \(size)")
-            }
             try applyPragma("cipher_plaintext_header_size", value: String(size), expected: String(size))
             if size > 0 && settings.salt == nil && key.salt == nil && schema == "main"
                 && regularFileSize(atPath: filePath) ?? 0 > 0 {
@@ -270,9 +258,6 @@ extension Connection {
         }
         if let salt = settings.salt {
             try SQLCipher.require(.plaintextHeader)
-            guard salt.count == EncryptionKey.saltByteCount else {
-                throw Self.invalidSetting("a salt must be \(EncryptionKey.saltByteCount) bytes, not \(salt.count)")
-            }
             // The salt is not secret; it is stored in every normal SQLCipher file's first 16 bytes.
             let hex = Hex.string(salt)
             try execute("PRAGMA \(schema).cipher_salt = \"x'\(hex)'\"")
@@ -283,9 +268,6 @@ extension Connection {
             try applyPragma("cipher_hmac_pgno", value: encoding.rawValue, expected: encoding.rawValue)
         }
         if let iterations = settings.fastKDFIterations {
-            guard iterations >= 1 else {
-                throw Self.invalidSetting("fast KDF iterations must be at least 1, not \(iterations)")
-            }
             try applyPragma("fast_kdf_iter", value: String(iterations), expected: String(iterations))
         }
         if let mask = settings.hmacSaltMask {

@@ -180,9 +180,8 @@ public struct CipherSettings: Sendable, Hashable, CustomStringConvertible {
         CipherSettings(plaintextHeaderSize: size, salt: salt)
     }
 
-    /// A ``salt`` from its text: 32 hex digits, either case; `nil` for anything else. For the command line's
-    /// `--salt-file`.
-    package static func salt(hexDigits text: String) -> [UInt8]? {
+    /// A ``salt`` from its text: 32 hex digits, either case; `nil` for anything else.
+    static func salt(hexDigits text: String) -> [UInt8]? {
         guard text.utf8.count == 2 * EncryptionKey.saltByteCount else { return nil }
         return Hex.bytes(text)
     }
@@ -205,5 +204,118 @@ public struct CipherSettings: Sendable, Hashable, CustomStringConvertible {
         if let fastKDFIterations { parts.append("fastKDFIterations: \(fastKDFIterations)") }
         if let hmacSaltMask { parts.append("hmacSaltMask: 0x\(String(hmacSaltMask, radix: 16))") }
         return parts.isEmpty ? "CipherSettings(engine defaults)" : "CipherSettings(" + parts.joined(separator: ", ") + ")"
+    }
+}
+
+// MARK: - Ranges
+
+extension CipherSettings {
+    /// A setting outside its range: which one, what it must be and what it is, so that the library names it in its
+    /// own words (``Setting/name``) and the command line by its option.
+    package struct RangeViolation: Equatable, Sendable {
+        /// The settings that have a range.
+        package enum Setting: Sendable, CaseIterable {
+            case compatibility, pageSize, kdfIterations, plaintextHeaderSize, salt, fastKDFIterations
+
+            /// The setting as the library's messages name it.
+            package var name: String {
+                switch self {
+                case .compatibility: "compatibility"
+                case .pageSize: "page size"
+                case .kdfIterations: "KDF iterations"
+                case .plaintextHeaderSize: "plaintext header size"
+                case .salt: "a salt"
+                case .fastKDFIterations: "fast KDF iterations"
+                }
+            }
+        }
+
+        /// The setting.
+        package let setting: Setting
+        /// What it must be, such as "a power of two from 512 to 65536".
+        package let requirement: String
+        /// What it is (for the salt, its length in bytes: a salt is not secret, but it is not shown either).
+        package let value: String
+
+        /// "`name` must be `requirement`, not `value`".
+        package func message(naming name: String) -> String {
+            "\(name) must be \(requirement), not \(value)"
+        }
+    }
+
+    /// The first setting outside its range, or `nil`: the one check of the ranges, made by the library before it
+    /// applies any setting and by the command line before it opens anything.
+    ///
+    /// The largest plaintext header depends on the page size: the one set, the one ``compatibility`` implies, or
+    /// the linked engine's default.
+    package var rangeViolation: RangeViolation? {
+        func violation(_ setting: RangeViolation.Setting, _ requirement: String, _ value: Int) -> RangeViolation {
+            RangeViolation(setting: setting, requirement: requirement, value: String(value))
+        }
+        if let compatibility, Self.defaults(ofMajorVersion: compatibility) == nil {
+            return violation(.compatibility, "1, 2, 3 or 4", compatibility)
+        }
+        if let pageSize, pageSize < 512 || pageSize > 65536 || pageSize & (pageSize - 1) != 0 {
+            return violation(.pageSize, "a power of two from 512 to 65536", pageSize)
+        }
+        if let kdfIterations, kdfIterations < 1 {
+            return violation(.kdfIterations, "at least 1", kdfIterations)
+        }
+        if let size = plaintextHeaderSize {
+            let pageSize = resolvingCompatibility.pageSize ?? (SQLCipher.supports(.version4Format) ? 4096 : 1024)
+            // An invalid size fails later with a misleading SQLITE_NOMEM (Docs/EngineNotes.md#plaintext-header).
+            if size < 0 || size % 16 != 0 || size >= pageSize - 96 {
+                return violation(.plaintextHeaderSize, "a multiple of 16 from 0 to \(pageSize - 112)", size)
+            }
+        }
+        if let salt, salt.count != EncryptionKey.saltByteCount {
+            return violation(.salt, "\(EncryptionKey.saltByteCount) bytes", salt.count)
+        }
+        if let fastKDFIterations, fastKDFIterations < 1 {
+            return violation(.fastKDFIterations, "at least 1", fastKDFIterations)
+        }
+        return nil
+    }
+}
+
+// MARK: - Salt files
+
+extension CipherSettings {
+    /// The largest salt file accepted, in bytes.
+    static let maximumSaltFileByteCount = 256
+
+    /// Reads a ``salt`` from a file: 32 hex digits (16 bytes), or `x'<32 hex>'`, with white space around them
+    /// allowed. The salt is not secret (a normal SQLCipher file stores it in its first 16 bytes), but the content is
+    /// never shown. The file is opened like a key file (non-blocking, checked with `fstat` before a byte is read),
+    /// without a key file's permission checks.
+    ///
+    /// - Throws: ``DatabaseError/invalidArgument`` when the file is missing, not a regular file, larger than 256
+    ///   bytes, or does not hold 32 hex digits.
+    package static func salt(contentsOfFile path: String) throws -> [UInt8] {
+        let shownPath = KeyMaterialRedaction.shown(path, as: "salt file path")
+        let failure = { (message: String) in DatabaseError(.invalidArgument, message) }
+        let file = try EncryptionKey.openSmallFile(
+            atPath: path, describedAs: "the salt file \(shownPath)", limit: maximumSaltFileByteCount, failure: failure)
+        defer { closeFileDescriptor(file.descriptor) }
+        var bytes = [UInt8](repeating: 0, count: maximumSaltFileByteCount + 1)
+        let count = try bytes.withUnsafeMutableBytes { buffer in
+            try EncryptionKey.readKeyBytes(file.descriptor, into: buffer, limit: buffer.count) { reason in
+                failure("cannot read the salt file \(shownPath): \(reason)")
+            }
+        }
+        guard count <= maximumSaltFileByteCount else {
+            throw failure("the salt file \(shownPath) changed while it was read")
+        }
+        var text = Substring(String(decoding: bytes[0..<count], as: UTF8.self))
+        text = text.drop(while: \.isWhitespace)
+        while text.last?.isWhitespace == true { text = text.dropLast() }
+        if (text.hasPrefix("x'") || text.hasPrefix("X'")) && text.hasSuffix("'") && text.count >= 3 {
+            text = text.dropFirst(2).dropLast()
+        }
+        guard let salt = salt(hexDigits: String(text)) else {
+            throw failure(
+                "the salt file \(shownPath) must hold 32 hex digits (16 bytes), optionally as x'<32 hex>'")
+        }
+        return salt
     }
 }
