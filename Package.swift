@@ -131,11 +131,14 @@ if !isCoreOnly {
             ],
             swiftSettings: strictSwift
         ),
-        // The pool as a swift-service-lifecycle Service, metrics, health check and live key rotation.
+        // The pool as a swift-service-lifecycle Service, metrics, health check, live key rotation and replication.
+        // It depends on SQLCipherKitReplication (not the other way round): the service must pause replication
+        // around its rekey, report its lag in the health check and ship what is left before the pool closes, which
+        // a wrapper outside it could not do (Docs/Services.md, "Replication"). Core-only users build neither.
         .target(
             name: "SQLCipherKitServices",
             dependencies: [
-                "SQLCipherKit",
+                "SQLCipherKit", "SQLCipherKitReplication",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
@@ -192,11 +195,23 @@ if !isCoreOnly {
             ],
             swiftSettings: strictSwift
         ),
+        // Release-build benchmark of replication (Docs/Replication.md): throughput with replication on and off, lag
+        // at a steady write rate, restore speed, memory during a large snapshot upload; and the writer process of
+        // .ci/replication-crash-campaign. Not a test.
+        .executableTarget(
+            name: "sqlcipherkit-replication-benchmarks",
+            dependencies: [
+                "SQLCipherKitServices", "SQLCipherKitReplication",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift
+        ),
         .testTarget(
             name: "SQLCipherKitIntegrationTests",
             dependencies: [
-                "SQLCipherKitSQLKit", "SQLCipherKitFluent", "SQLCipherKitServices", "SQLCipherKitTestSupport",
-                "sqlcipherkit-hummingbird-example", "sqlcipherkit-vapor-example",
+                "SQLCipherKitSQLKit", "SQLCipherKitFluent", "SQLCipherKitServices", "SQLCipherKitReplication",
+                "SQLCipherKitTestSupport", "sqlcipherkit", "sqlcipherkit-hummingbird-example",
+                "sqlcipherkit-vapor-example", "sqlcipherkit-replication-benchmarks",
                 .product(name: "SQLKitBenchmark", package: "sql-kit"),
                 .product(name: "FluentBenchmark", package: "fluent-kit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
