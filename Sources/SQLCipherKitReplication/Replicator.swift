@@ -130,7 +130,8 @@ public actor Replicator {
         let id = UUID()
         statusObservers[id] = continuation
         continuation.onTermination = { [weak self] _ in
-            Task { await self?.removeObserver(id) }
+            guard let self else { return }
+            Task { await self.removeObserver(id) }
         }
         return stream
     }

@@ -159,7 +159,8 @@ extension DatabaseService {
         guard let replicator, let options = configurationReplication else { return nil }
         let status = await replicator.status
         let state = replicationState.withLock { $0 }
-        let stoppedBecause: String? = if case .failed(let reason) = state { reason } else { nil }
+        var stoppedBecause: String?
+        if case .failed(let reason) = state { stoppedBecause = reason }
         return ReplicationHealth(
             status: status, lagThreshold: options.lagThreshold, stoppedBecause: stoppedBecause,
             isRunning: state == .running)

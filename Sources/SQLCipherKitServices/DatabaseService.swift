@@ -251,7 +251,7 @@ public final class DatabaseService: Service, Sendable {
     /// Checks the key files (and replicates, when configured) until graceful shutdown (or cancellation), then ships
     /// what replication has left (bounded, logged) and closes the pool after the work in flight.
     public func run() async throws {
-        let replication = replicator.map { replicator in Task { await replicate(replicator) } }
+        let replication = replicator.map { replicator in Task { [self] in await replicate(replicator) } }
         if let interval = configuration.keyFileCheckInterval {
             try? await cancelWhenGracefulShutdown { [self] in
                 while !Task.isCancelled {

@@ -29,10 +29,12 @@ final class SwitchedStore: ReplicaStore {
     var mode: Mode {
         get { state.withLock { $0.mode } }
         set {
-            let released = state.withLock { state in
+            let released = state.withLock { state -> [CheckedContinuation<Void, Never>] in
                 state.mode = newValue
-                defer { if newValue != .stuck { state.waiting = [] } }
-                return newValue == .stuck ? [] : state.waiting
+                guard newValue != .stuck else { return [] }
+                let waiting = state.waiting
+                state.waiting = []
+                return waiting
             }
             for continuation in released { continuation.resume() }
         }
