@@ -40,9 +40,11 @@ struct AsyncReadTests {
         let dir = try TemporaryDirectory()
         let pool = try Self.makePool(dir)
         defer { pool.close() }
+        // The first read of a pool runs in place (nothing is known of its reads yet).
         #expect(try await Self.runsInPlace(pool))
-        // 20 ms moves the average (1/8 of it per read) far above the 100 µs limit for the next read.
-        #expect(try await Self.runsInPlace(pool) { _ in Thread.sleep(forTimeInterval: 0.02) })
+        // A read of at least 20 ms (wherever it runs: on a loaded machine the first read may already have been
+        // slow) moves the average (1/8 of it per read) far above the 100 µs limit for the next read.
+        _ = try await Self.runsInPlace(pool) { _ in Thread.sleep(forTimeInterval: 0.02) }
         #expect(try await !Self.runsInPlace(pool))
         #expect(try await pool.read { db in try db.scalar("SELECT sum(x) FROM t", as: Int.self) } == 6)
     }
@@ -94,13 +96,17 @@ struct AsyncReadTests {
             }
         }
         holder.start()
-        started.wait()
+        var released = false
+        defer { if !released { release.signal() } }
+        try await Self.waitOffCooperativeThreads(for: started, count: 1)
         let ran = Atomic<Int>(0)
         let waiting = Task { try await pool.read { _ in ran.add(1, ordering: .relaxed) } }
-        try await Task.sleep(for: .milliseconds(50))
+        // Cancelled once it waits for the reader (the pool says so), not after a guess at how long that takes.
+        try await Self.poll(until: { pool.readerWaiterCount == 1 })
         waiting.cancel()
         let result = await waiting.result
         #expect(throws: CancellationError.self) { try result.get() }
+        released = true
         release.signal()
         #expect(try await pool.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) } == 3)
         #expect(ran.load(ordering: .relaxed) == 0)
@@ -121,6 +127,35 @@ struct AsyncReadTests {
         // The thread is no longer marked once the read is over.
         #expect(try Self.countSynchronously(pool) == 3)
         #expect(try await pool.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) } == 3)
+    }
+
+    /// Waits for `count` signals of `semaphore` on a thread of its own, so no cooperative thread (which other tests
+    /// running in parallel need) is blocked meanwhile.
+    static func waitOffCooperativeThreads(for semaphore: DispatchSemaphore, count: Int) async throws {
+        let arrived = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            Thread.detachNewThread {
+                for _ in 0..<count {
+                    // Bounded only to turn a hang into a failure.
+                    guard semaphore.wait(timeout: .now() + 300) == .success else {
+                        continuation.resume(returning: false)
+                        return
+                    }
+                }
+                continuation.resume(returning: true)
+            }
+        }
+        guard arrived else { throw DatabaseError(.invalidState, "the readers were never held") }
+    }
+
+    /// Checks `condition` until it holds, yielding between checks; fails after 300 s (a hang, not a slow machine).
+    static func poll(until condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(300)
+        while !condition() {
+            guard ContinuousClock.now < deadline else {
+                throw DatabaseError(.invalidState, "the condition never held")
+            }
+            try await Task.sleep(for: .milliseconds(1))
+        }
     }
 
     /// The synchronous API, outside an async context (where the async overload would be chosen).
@@ -266,7 +301,7 @@ struct AsyncReadTests {
         let written = DispatchSemaphore(value: 0)
         // The writer commits on a thread of its own while the read has started and run no statement yet.
         let writer = Thread {
-            guard started.wait(timeout: .now() + 60) == .success else { return }
+            guard started.wait(timeout: .now() + 300) == .success else { return }
             _ = try? pool.write { db in try db.execute("UPDATE t SET x = x + 10") }
             written.signal()
         }
@@ -274,7 +309,7 @@ struct AsyncReadTests {
         let (sum, inPlace) = try await Probe.$isCallingTask.withValue(true) {
             try await pool.read { db in
                 started.signal()
-                let didWrite = written.wait(timeout: .now() + 60) == .success
+                let didWrite = written.wait(timeout: .now() + 300) == .success
                 #expect(didWrite, "the writer did not commit")
                 return (try db.scalar("SELECT sum(x) FROM t", as: Int.self), Probe.isCallingTask)
             }
@@ -321,31 +356,29 @@ struct AsyncReadTests {
     func cancelManyWaiting() async throws {
         let dir = try TemporaryDirectory()
         let pool = try Self.makePool(dir, readers: 2)
-        let held = Atomic<Int>(0)
+        let held = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
-        // Both readers held by synchronous reads on threads of their own.
-        var holders: [Thread] = []
+        // Both readers held by synchronous reads on threads of their own, until the test lets them go: however
+        // slowly the machine runs the rest, they are still held when the tasks are cancelled.
         for _ in 0..<2 {
-            let holder = Thread {
+            Thread.detachNewThread {
                 _ = try? pool.read { _ in
-                    held.add(1, ordering: .releasing)
-                    _ = release.wait(timeout: .now() + 60)
+                    held.signal()
+                    release.wait()
                 }
             }
-            holder.start()
-            holders.append(holder)
         }
-        var polls = 0
-        while held.load(ordering: .acquiring) < 2, polls < 60_000 {
-            polls += 1
-            try await Task.sleep(for: .milliseconds(1))
-        }
+        var released = false
+        defer { if !released { for _ in 0..<2 { release.signal() } } }
+        try await Self.waitOffCooperativeThreads(for: held, count: 2)
         let counts = Counts()
         var waiting: [Task<Void, any Error>] = []
         for _ in 0..<6 {
             waiting.append(Task { try await pool.read { _ in _ = counts.ran.add(1, ordering: .relaxed) } })
         }
-        try await Task.sleep(for: .milliseconds(20))
+        // Every task is queued for a reader before it is cancelled (the pool says so; no guess at how long that
+        // takes). The bound only turns a hang into a failure.
+        try await Self.poll(until: { pool.readerWaiterCount == 6 })
         for task in waiting { task.cancel() }
         // Every cancelled task finishes while both readers are still held: none waited for one.
         for task in waiting {
@@ -353,6 +386,8 @@ struct AsyncReadTests {
             #expect(throws: CancellationError.self) { try result.get() }
         }
         #expect(counts.ran.load(ordering: .relaxed) == 0)
+        #expect(pool.readerWaiterCount == 0)
+        released = true
         for _ in 0..<2 { release.signal() }
         // The pool still has its two readers, both free: two reads at once get them, in place.
         let sums = try await withThrowingTaskGroup(of: Int?.self) { group in

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import SQLCipherKit
+@testable import SQLCipherKit
 import Testing
 
 /// Pools and queues keyed with a passphrase on a new, empty file: the key they derive once must come from the salt
@@ -109,5 +109,54 @@ struct PoolNewFileTests {
         #expect(Array(try fileBytes(path).prefix(16)) == salt)
         pool.close()
         connection.close()
+    }
+
+    @Test("a pool whose switch to WAL meets another connection's write lock waits for it instead of failing")
+    func walSwitchWaitsForWriter() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("rollback.db")
+        // A file in rollback-journal mode, as a second pool or process finds it while the first is still opening it.
+        let other = try Connection(path: path, key: TestKeys.passphrase)
+        defer { other.close() }
+        try other.execute("CREATE TABLE t(x); INSERT INTO t VALUES (1)")
+        // The other connection holds the reserved lock: the pool's switch reads (shared lock), then needs the
+        // exclusive one, which SQLite refuses at once without calling the busy handler.
+        try other.execute("BEGIN IMMEDIATE; INSERT INTO t VALUES (2)")
+        let refused = DispatchSemaphore(value: 0)
+        let resolved = URL(fileURLWithPath: path).path
+        DatabasePool.testHookWALSwitchBusy.withLock { hooks in hooks[resolved] = { refused.signal() } }
+        defer { _ = DatabasePool.testHookWALSwitchBusy.withLock { $0.removeValue(forKey: resolved) } }
+        let outcome = Shared<Result<Int, any Error>?>(nil)
+        let opened = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            defer { opened.signal() }
+            do {
+                let pool = try DatabasePool(
+                    path: path, keyProvider: .fixed(TestKeys.passphrase),
+                    configuration: .init(openOptions: .init(busyTimeout: .seconds(120))))
+                defer { pool.close() }
+                let count = try pool.read { try $0.scalar("SELECT count(*) FROM t", as: Int.self) ?? -1 }
+                outcome.withLock { $0 = .success(count) }
+            } catch {
+                outcome.withLock { $0 = .failure(error) }
+            }
+        }
+        // Either the pool meets the lock and says so (then the lock is released), or it gave up: both are told
+        // explicitly; the bounds only turn a hang into a failure.
+        while refused.wait(timeout: .now() + 1) == .timedOut {
+            if opened.wait(timeout: .now()) == .success { opened.signal(); break }
+        }
+        try other.execute("COMMIT")
+        #expect(opened.wait(timeout: .now() + 120) == .success)
+        switch outcome.withLock({ $0 }) {
+        case .success(let count)?: #expect(count == 2)
+        case .failure(let error)?: Issue.record("the pool did not open: \(error)")
+        case nil: Issue.record("the pool did not finish opening")
+        }
+        // A fresh connection finds the file in WAL mode with both rows.
+        let fresh = try Connection(path: path, key: TestKeys.passphrase)
+        defer { fresh.close() }
+        #expect(try fresh.pragmaText("journal_mode")?.lowercased() == "wal")
+        #expect(try fresh.scalar("SELECT count(*) FROM t", as: Int.self) == 2)
     }
 }

@@ -546,6 +546,9 @@ final class AccessCoordinator: Sendable {
 
     /// How many reader connections are open (for tests and metrics).
     var openReaderCount: Int { state.withLock { $0.readerCount } }
+
+    /// How many callers wait for a reader now (tests wait for their waiters to be queued instead of sleeping).
+    var readerWaiterCount: Int { state.withLock { $0.readerWaiters.count } }
 }
 
 /// A running average of how long reads take, shared by the threads of one pool.

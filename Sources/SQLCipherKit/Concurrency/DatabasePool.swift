@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Concurrent access to one database in WAL mode: one writer and up to ``DatabaseWriterConfiguration/maximumReaderCount`` readers
 /// that run in parallel with it and with each other, each read in its own consistent snapshot.
 ///
@@ -77,7 +83,7 @@ public final class DatabasePool: DatabaseWriter {
             path: path, keyProvider: keyProvider, settings: configuration.settings, options: options)
         let writer = try factory.open()
         do {
-            let mode = try writer.pragmaText("journal_mode = WAL")
+            let mode = try Self.switchToWAL(writer, path: path, busyTimeout: options.busyTimeout ?? .zero)
             guard mode?.caseInsensitiveEquals("wal") == true else {
                 throw DatabaseError(
                     .unsupportedByEngine,
@@ -100,6 +106,32 @@ public final class DatabasePool: DatabaseWriter {
     deinit {
         coordinator.close()
     }
+
+    /// Turns WAL mode on for the writer (a no-op when the file is already in WAL mode).
+    ///
+    /// The switch reads the file (a shared lock), then needs the exclusive lock. When another connection holds the
+    /// reserved lock meanwhile (a second pool or process opening the same new file, a writer in rollback mode),
+    /// SQLite answers `SQLITE_BUSY` at once, without calling the busy handler: waiting while holding the shared
+    /// lock could deadlock. The switch is then tried again from the start, with nothing held, until it succeeds or
+    /// `busyTimeout` has passed — the same wait any other statement gets.
+    private static func switchToWAL(_ writer: Connection, path: String, busyTimeout: Duration) throws -> String? {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: busyTimeout)
+        var pause = Duration.milliseconds(1)
+        while true {
+            do {
+                return try writer.pragmaText("journal_mode = WAL")
+            } catch let error as DatabaseError where error.resultCode == DatabaseError.SQLITE_BUSY && clock.now < deadline {
+                testHookWALSwitchBusy.withLock { $0[path] }?()
+                usleep(useconds_t(pause.components.attoseconds / 1_000_000_000_000))
+                pause = min(pause * 2, .milliseconds(50))
+            }
+        }
+    }
+
+    /// Called each time the switch to WAL mode of the pool opening the file at the key's path meets a lock and will
+    /// be tried again (tests release the lock then, instead of guessing when the pool got there).
+    static let testHookWALSwitchBusy = Locked<[String: @Sendable () -> Void]>([:])
 
     // MARK: - Reading
 
@@ -212,4 +244,7 @@ public final class DatabasePool: DatabaseWriter {
 
     /// The number of reader connections currently open.
     public var readerConnectionCount: Int { coordinator.openReaderCount }
+
+    /// How many reads wait for a free reader now.
+    package var readerWaiterCount: Int { coordinator.readerWaiterCount }
 }
