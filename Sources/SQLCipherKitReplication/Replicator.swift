@@ -223,11 +223,20 @@ public actor Replicator {
     ///
     /// No sync of ``run()`` runs while `body` does (the pause is one of the replicator's serialized operations).
     /// Replication starts again also when `body` throws (on the key that then opens the database).
+    ///
+    /// - Parameters:
+    ///   - reason: What the pause is for (e.g. "a live key rotation"): the next generation's `generation.json`
+    ///     gives it as the reason when the log on disk no longer continues the replica afterwards.
+    ///   - body: The work to do with replication stopped.
     @discardableResult
-    public func withReplicationPaused<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T
-    {
+    public func withReplicationPaused<T: Sendable>(
+        for reason: String? = nil, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
         try await serialized {
             await self.shutDown()
+            if let reason {
+                self.nextGenerationReason = "replication paused for \(reason); the log on disk does not continue the replica"
+            }
             let result: T
             do {
                 result = try await body()
@@ -300,6 +309,7 @@ public actor Replicator {
         }
         await database.close()
         self.database = nil
+        previousGeneration = generation?.name ?? previousGeneration
         generation = nil
         captured.removeAll()
         nextGenerationReason = "the replicator started again and the log on disk does not continue the replica"

@@ -299,7 +299,7 @@ public final class DatabaseService: Service, Sendable {
             // A rekey refuses while the replicator's connection is open, and a key another replica rotated in must
             // reach that connection too: replication pauses (shipping what it can first) and starts again on the
             // key that then opens the database. A rotated database starts a new generation.
-            return try await replicator.withReplicationPaused { [self] in
+            return try await replicator.withReplicationPaused(for: "a key change (live rotation)") { [self] in
                 try await offCooperativePool { [self] in try checkKeys(attemptsHandOver: attemptsHandOver) }
             }
         }

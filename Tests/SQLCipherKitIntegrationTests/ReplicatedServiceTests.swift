@@ -230,6 +230,7 @@ struct ReplicatedServiceTests {
         #expect(newGeneration != oldGeneration)
         let catalog = try await Replica(store: store).catalog()
         #expect(catalog.generations.map(\.name) == [oldGeneration, newGeneration])
+        #expect(catalog.generations.last?.reason?.contains("replication paused for a key change (live rotation)") == true)
 
         // The old generation with the new key: refused, saying which generation and to use the key it had then.
         let newKeyFile = service.keyFile
