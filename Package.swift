@@ -211,7 +211,7 @@ if !isCoreOnly {
             dependencies: [
                 "SQLCipherKitSQLKit", "SQLCipherKitFluent", "SQLCipherKitServices", "SQLCipherKitReplication",
                 "SQLCipherKitTestSupport", "sqlcipherkit", "sqlcipherkit-hummingbird-example",
-                "sqlcipherkit-vapor-example", "sqlcipherkit-replication-benchmarks",
+                "sqlcipherkit-vapor-example",
                 .product(name: "SQLKitBenchmark", package: "sql-kit"),
                 .product(name: "FluentBenchmark", package: "fluent-kit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
