@@ -308,7 +308,7 @@ struct ReplicatedServiceTests {
             _ = try await first(updates, "the first sync") { $0.generation != nil }
             store.mode = .stuck
             try await Self.insert(service, 1...5)
-            _ = try await first(store.stuckCalls, "a sync stuck in the store") { true }
+            _ = try await first(store.stuckCalls, "a sync stuck in the store") { _ in true }
             trigger.triggerGracefulShutdown()
             // Returns although the store never answers: the wait is bounded.
             try await running.value
