@@ -176,7 +176,8 @@ public final class DatabaseService: Service, Sendable {
         self.pool = pool
         state = Mutex(State(key: key, keyFileIdentity: EncryptionKey.KeyFileIdentity(path: keyFile)))
         replicator = configuration.replication.map { options in
-            Replicator(pool: pool, store: options.store, configuration: options.replicatorConfiguration(for: configuration))
+            Replicator(
+                pool: pool, store: options.store, configuration: options.replicatorConfiguration(for: configuration))
         }
         // Work failing with "file is not a database": another replica rotated the key. Look for it now rather
         // than at the next check.
