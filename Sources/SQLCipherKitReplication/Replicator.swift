@@ -235,7 +235,8 @@ public actor Replicator {
         try await serialized {
             await self.shutDown()
             if let reason {
-                self.nextGenerationReason = "replication paused for \(reason); the log on disk does not continue the replica"
+                await self.setNextGenerationReason(
+                    "replication paused for \(reason); the log on disk does not continue the replica")
             }
             let result: T
             do {
@@ -248,6 +249,10 @@ public actor Replicator {
             try await self.openIfNeeded()
             return result
         }
+    }
+
+    private func setNextGenerationReason(_ reason: String) {
+        nextGenerationReason = reason
     }
 
     /// Runs the replicator's operations one at a time (an actor alone would interleave them at each `await`).

@@ -148,8 +148,8 @@ extension DatabaseService {
                 ])
         } else {
             logger.warning(
-                "replication did not finish shipping within the shutdown timeout; the database closes anyway, and the"
-                    + " replica ends at the last point shipped",
+                .init(stringLiteral: "replication did not finish shipping within the shutdown timeout; the database"
+                    + " closes anyway, and the replica ends at the last point shipped"),
                 metadata: ["path": "\(path)", "timeout": "\(timeout)"])
         }
     }

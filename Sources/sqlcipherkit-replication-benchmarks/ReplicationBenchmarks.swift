@@ -63,8 +63,8 @@ struct ReplicationBenchmarks {
         let medianOff = median(off)
         let medianOn = median(on)
         print("\nthroughput: \(writes) single-row write transactions through DatabaseService.pool, 3 rounds each")
-        print("  replication off: \(format(medianOff)) writes/s (rounds: \(off.map(format).joined(separator: ", ")))")
-        print("  replication on:  \(format(medianOn)) writes/s (rounds: \(on.map(format).joined(separator: ", ")))")
+        print("  replication off: \(format(medianOff)) writes/s (rounds: \(off.map { format($0) }.joined(separator: ", ")))")
+        print("  replication on:  \(format(medianOn)) writes/s (rounds: \(on.map { format($0) }.joined(separator: ", ")))")
         print("  on/off: \(format(medianOn / medianOff, decimals: 2))x (goal >= 0.9x)")
     }
 
@@ -170,7 +170,7 @@ struct ReplicationBenchmarks {
         let keyFile = directory + "/db.key"
         if !FileManager.default.fileExists(atPath: keyFile) {
             let hex = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-            FileManager.default.createFile(
+            _ = FileManager.default.createFile(
                 atPath: keyFile, contents: Data("x'\(hex)'\n".utf8), attributes: [.posixPermissions: 0o600])
         }
         var configuration = DatabaseService.Configuration(metricsName: "benchmark")
