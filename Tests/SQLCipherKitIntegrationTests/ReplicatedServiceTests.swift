@@ -4,6 +4,7 @@ import MetricsTestKit
 import SQLCipherKit
 import SQLCipherKitReplication
 import SQLCipherKitServices
+import SQLCipherKitTestSupport
 import ServiceLifecycle
 import ServiceLifecycleTestKit
 import Synchronization
