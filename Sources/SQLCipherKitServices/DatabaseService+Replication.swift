@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SQLCipherKitReplication
+import Synchronization
 
 extension DatabaseService {
     /// Replication of a service's database (``DatabaseService/Configuration/replication``): where the replica goes,
@@ -125,18 +126,18 @@ extension DatabaseService {
             "shipping what replication has left before closing the database",
             metadata: ["path": "\(path)", "timeout": "\(timeout)"])
         replication.cancel()
-        let finished = await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
+        // Detached: when run() itself was cancelled (not a graceful shutdown), a child task would inherit the
+        // cancellation and its sleep would end at once.
+        let finished = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let outcome = FirstOutcome(continuation)
+            Task.detached {
                 await replication.value
-                return true
+                outcome.resume(true)
             }
-            group.addTask {
+            Task.detached {
                 try? await Task.sleep(for: timeout + .seconds(1))
-                return false
+                outcome.resume(false)
             }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
         }
         if finished {
             let status = await replicator.status
@@ -164,6 +165,22 @@ extension DatabaseService {
         return ReplicationHealth(
             status: status, lagThreshold: options.lagThreshold, stoppedBecause: stoppedBecause,
             isRunning: state == .running)
+    }
+}
+
+/// Resumes a continuation with the first outcome given, ignoring the later ones.
+private final class FirstOutcome: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Bool, Never>?>
+
+    init(_ continuation: CheckedContinuation<Bool, Never>) {
+        self.continuation = Mutex(continuation)
+    }
+
+    func resume(_ value: Bool) {
+        continuation.withLock { continuation in
+            continuation?.resume(returning: value)
+            continuation = nil
+        }
     }
 }
 
