@@ -306,7 +306,7 @@ final class SharedCounter: Sendable {
 
 /// Collects log lines (message and metadata) from every logger that uses it.
 final class LogRecords: Sendable {
-    private let storage = Mutex<[String]>([])
+    private let storage = Shared<[String]>([])
 
     var lines: [String] { storage.withLock { $0 } }
 

@@ -1,6 +1,5 @@
 import Foundation
 import SQLCipherKit
-import Synchronization
 import Testing
 
 /// Checking a key never writes: no hot journal is rolled back and no write-ahead log checkpointed into a file before
@@ -128,7 +127,7 @@ struct KeyCheckWritesNothingTests {
             // The opener runs on a thread of its own; the lock is let go once the opener waits for it in SQLite's
             // busy handler, not after a guessed time (which, on a loaded machine, could come before it even tried).
             let probe = try #require(BusyWaitProbe(), "the busy-wait probe VFS could not be registered")
-            let outcome = Mutex<Result<Int?, any Error>?>(nil)
+            let outcome = Shared<Result<Int?, any Error>?>(nil)
             let finished = DispatchSemaphore(value: 0)
             Thread {
                 probe.watchCurrentThread()

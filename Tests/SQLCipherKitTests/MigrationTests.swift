@@ -1,6 +1,5 @@
 import Foundation
 import SQLCipherKit
-import Synchronization
 import Testing
 
 private struct Boom: Error, CustomStringConvertible {
@@ -9,7 +8,7 @@ private struct Boom: Error, CustomStringConvertible {
 
 /// Counts how many times each migration ran.
 private final class RunLog: Sendable {
-    private let runs = Mutex<[String]>([])
+    private let runs = Shared<[String]>([])
     func record(_ identifier: String) { runs.withLock { $0.append(identifier) } }
     var identifiers: [String] { runs.withLock { $0 } }
 }

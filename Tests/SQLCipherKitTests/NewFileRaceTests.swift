@@ -1,7 +1,6 @@
 import CSQLCipher
 import Foundation
 import SQLCipherKit
-import Synchronization
 import Testing
 
 /// Several connections (or processes) creating the same encrypted file at once. SQLCipher takes a file's salt when
@@ -26,7 +25,7 @@ struct NewFileRaceTests {
         // a failure). The creator writes once the opener waits for the lock in SQLite's busy handler: it has keyed
         // the empty file by then, whatever the machine's load.
         let probe = try #require(BusyWaitProbe(), "the busy-wait probe VFS could not be registered")
-        let result = Mutex<Result<Int, any Error>?>(nil)
+        let result = Shared<Result<Int, any Error>?>(nil)
         let finished = DispatchSemaphore(value: 0)
         let opener = Thread {
             probe.watchCurrentThread()
@@ -62,7 +61,7 @@ struct NewFileRaceTests {
             let path = dir.path("race-\(round).db")
             let start = DispatchSemaphore(value: 0)
             let done = DispatchGroup()
-            let failures = Mutex<[String]>([])
+            let failures = Shared<[String]>([])
             for writer in 0..<4 {
                 done.enter()
                 Thread {

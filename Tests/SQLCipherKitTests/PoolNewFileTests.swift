@@ -11,18 +11,6 @@ struct PoolNewFileTests {
         case pool, queue
     }
 
-    /// A value shared between threads (an `NSLock`, which ThreadSanitizer understands).
-    final class Shared<Value>: @unchecked Sendable {
-        private var value: Value
-        private let lock = NSLock()
-        init(_ value: Value) { self.value = value }
-        func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-            lock.lock()
-            defer { lock.unlock() }
-            return try body(&value)
-        }
-    }
-
     /// Opens the file one way, writes `rows` rows tagged `tag`, and returns a closure that counts all rows.
     private static func openAndWrite(
         _ opener: Opener, path: String, tag: String, rows: Int

@@ -109,6 +109,27 @@ struct StatementTests {
         }
     }
 
+    @Test("a row handler that closes the connection mid-script: the next statement fails as closed, nothing after it runs")
+    func scriptClosedByItsRowHandler() throws {
+        try withTemporaryDirectory { dir in
+            let db = try openWithTable(dir)
+            let path = db.path
+            try db.execute("INSERT INTO t(a) VALUES (1)")
+            let script = "SELECT a FROM t; INSERT INTO t(a) VALUES (2); INSERT INTO t(a) VALUES (3)"
+            var rowsSeen = 0
+            expectError(.connectionClosed) {
+                try db.executeScript(script) { _, _ in
+                    rowsSeen += 1
+                    db.close()
+                }
+            }
+            #expect(rowsSeen == 1)
+            // Counted with a fresh connection: neither INSERT after the close ran.
+            let fresh = try Connection(path: path, key: TestKeys.raw)
+            #expect(try fresh.scalar("SELECT count(*) FROM t", as: Int.self) == 1)
+        }
+    }
+
     @Test("a trailing semicolon, spaces or comment after the statement are accepted")
     func prepareAcceptsTrailingNoise() throws {
         try withTemporaryDirectory { dir in

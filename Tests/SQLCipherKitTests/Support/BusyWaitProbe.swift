@@ -21,7 +21,7 @@ final class BusyWaitProbe: Sendable {
         guard Self.isInstalled else { return nil }
     }
 
-    private static let watched = Mutex<[UInt: BusyWaitProbe]>([:])
+    private static let watched = Shared<[UInt: BusyWaitProbe]>([:])
 
     private static var currentThread: UInt { UInt(bitPattern: Int(bitPattern: pthread_self())) }
 
