@@ -17,9 +17,9 @@ extension Connection {
     ///   - body: Called with the statement and each of its rows; the row is valid only during the call.
     /// - Throws: The first statement's error, naming that statement's SQL; the statements before it stay executed.
     public func executeScript(_ sql: String, eachRow body: (Statement, Row) throws -> Void) throws {
-        let sqliteConnection = try checkedConnection(sql: sql)
+        _ = try checkedConnection(sql: sql)
         let handle = handle
-        let compiler = StatementCompiler(sqliteConnection: sqliteConnection, guardState: handle.guardState)
+        let compiler = StatementCompiler(handle: handle)
         // Each statement is compiled once, after the ones before it ran (a CREATE TABLE precedes the INSERT using it).
         try compiler.forEachStatement(in: sql) { compiled, text in
             let statement = Statement(handle: handle, compiled: compiled, sql: text())

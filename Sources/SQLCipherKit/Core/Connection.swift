@@ -375,7 +375,7 @@ public final class Connection {
         let sqliteConnection = try checkedConnection(sql: sql)
         let handle = handle
         let guardState = handle.guardState
-        let compiler = StatementCompiler(sqliteConnection: sqliteConnection, guardState: guardState)
+        let compiler = StatementCompiler(handle: handle)
         try compiler.forEachStatement(in: sql) { compiled, text in
             let statement = compiled.sqliteStatement
             defer { sqlite3_finalize(statement) }

@@ -93,8 +93,7 @@ public final class Statement {
 
     /// Compiles exactly one statement. Throws for an empty SQL string or one with a second statement after the first.
     convenience init(handle: ConnectionHandle, sql: String) throws {
-        guard let sqliteConnection = handle.sqliteConnection else { throw DatabaseError.closed(sql: sql) }
-        let compiler = StatementCompiler(sqliteConnection: sqliteConnection, guardState: handle.guardState)
+        let compiler = StatementCompiler(handle: handle)
         let compiled = try sql.withCString { start throws -> CompiledStatement in
             var tail: UnsafePointer<CChar>?
             guard let compiled = try compiler.compile(start, tail: &tail, sql: sql) else {

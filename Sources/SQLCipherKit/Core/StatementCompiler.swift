@@ -17,9 +17,14 @@ struct CompiledStatement {
 /// The one place the library compiles a caller's SQL (`Connection.execute(_:)`, `executeScript`, `Statement`), with
 /// the guard's bookkeeping around each `sqlite3_prepare_v2`: its state reset, a refusal turned into the error, a
 /// compiled statement checked (`VACUUM INTO`), the ATTACH file names it saw noted.
+///
+/// It holds the connection's handle, not its C pointer, and reads the pointer at each compile: code run between the
+/// statements of a script (an `executeScript` row handler) may close the connection, and the next statement must then
+/// fail as closed instead of being compiled on a freed connection.
 struct StatementCompiler {
-    let sqliteConnection: OpaquePointer
-    let guardState: GuardState
+    let handle: ConnectionHandle
+
+    var guardState: GuardState { handle.guardState }
 
     /// Compiles the first statement of the C string at `start`.
     ///
@@ -30,6 +35,10 @@ struct StatementCompiler {
     func compile(
         _ start: UnsafePointer<CChar>, tail: inout UnsafePointer<CChar>?, sql: String? = nil
     ) throws -> CompiledStatement? {
+        guard let sqliteConnection = handle.sqliteConnection else {
+            throw DatabaseError.closed(sql: sql ?? Self.text(from: start, to: nil))
+        }
+        let guardState = guardState
         guardState.beginCompiling()
         var statement: OpaquePointer?
         let code = sqlite3_prepare_v2(sqliteConnection, start, -1, &statement, &tail)
