@@ -71,7 +71,7 @@ struct BackupCommand: OperatorCommand {
         // link); the result line names that file, so nobody is surprised where the backup went.
         let followedDestination = symlinkTarget(of: destination)
         // A replaced file's owner, group and mode are given to the new one; only a new file gets 0600.
-        let replacesExisting = FileIdentity(path: destination) != nil
+        let replacesExisting = access(destination, F_OK) == 0
         let source = try Connection(
             path: database, encryption: try cipher.encryption(for: key), options: OpenOptions(mode: .readOnly))
         let phases = BackupPhases()

@@ -83,17 +83,6 @@ struct RotateCommand: OperatorCommand {
         guard Set(databases).count == databases.count else {
             throw ValidationError("a database is named twice")
         }
-        // Two names of one file (`s.db ./s.db`, a symlink, a hard link): each would be rotated on its own, the
-        // second with a key that no longer opens it, and the run would report a failure for a file it rotated.
-        var namesByFile: [FileIdentity: String] = [:]
-        for database in databases {
-            guard let identity = FileIdentity(path: database) else { continue }
-            if let earlier = namesByFile[identity] {
-                throw ValidationError(
-                    "\(earlier) and \(database) are the same file; name each database once (nothing was changed)")
-            }
-            namesByFile[identity] = database
-        }
         try validateOneStandardInputKey(key, newKey)
         guard lockTimeout.isFinite, lockTimeout >= 0, lockTimeout <= 86_400 else {
             throw ValidationError("--lock-timeout must be a number of seconds from 0 to 86400")
@@ -123,7 +112,10 @@ struct RotateCommand: OperatorCommand {
                 backupDirectory: backupDirectory, lockTimeout: .milliseconds(Int(lockTimeout * 1000)),
                 allowsWeakPassphrase: allowWeakPassphrase)
         }
-        let results = requests.map { request in
+        // All requests go to the library in one call: it refuses a file named twice (`s.db ./s.db`, a symlink, a
+        // hard link) before rotating anything of it, and runs each of the others inside the closure, which draws
+        // that database's progress.
+        let results = KeyRotation.rotateAll(requests, enclosing: { request, rotate in
             let phases = RotationPhases(
                 path: request.path, pageSize: cipher.effectivePageSize, isInPlace: method == .inPlace,
                 backupDirectory: backupDirectory)
@@ -131,12 +123,12 @@ struct RotateCommand: OperatorCommand {
                 label: "rotate \(request.path)", mode: display.progress,
                 interruptNote: Self.interruptNote(path: request.path, method: method), state: phases.state)
             return progress.run {
-                KeyRotation.rotateAll([request]) { _, step in
+                rotate { step in
                     phases.record(step)
                     progress.update()
-                }[0]
+                }
             }
-        }
+        })
 
         let statuses = results.map { $0.error.map(ExitStatus.status(for:)) ?? .success }
         if Output.isJSON {
@@ -255,18 +247,4 @@ struct RotationReport: Encodable, Sendable {
 func seconds(_ duration: Duration) -> Double {
     let value = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     return (value * 1000).rounded() / 1000
-}
-
-/// A file's device and inode (symbolic links followed): two names with the same identity are one file.
-struct FileIdentity: Hashable {
-    let device: UInt64
-    let inode: UInt64
-
-    /// `nil` when the file does not exist (the command then reports it as missing).
-    init?(path: String) {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return nil }
-        device = UInt64(status.st_dev)
-        inode = UInt64(status.st_ino)
-    }
 }

@@ -197,8 +197,10 @@ struct ReplacementSafetyTests {
             #expect(!result.standardError.contains("not rotated"), "\(result)")
             #expect(try rowCount(db, key: newKey) == 50)
         } else {
+            // Refused by the library's check (the tool hands it every database in one call): each name's result
+            // line says why.
             #expect(result.status != 0, "\(result)")
-            #expect(result.standardError.contains("same file"), "\(result)")
+            #expect(result.standardOutput.contains("s.db and \(secondName) are the same file"), "\(result)")
             #expect(try fileBytes(db) == before)
         }
         #expect(temporaryFiles(in: scratch.url.path).isEmpty)

@@ -146,6 +146,18 @@ public enum KeyRotation {
     public static func rotateAll(
         _ requests: [RotationRequest], progress: ((String, BackupProgress) throws -> Void)? = nil
     ) -> [RotationResult] {
+        rotateAll(requests, enclosing: { request, rotate in
+            rotate(progress.map { report in { try report(request.path, $0) } })
+        })
+    }
+
+    /// ``rotateAll(_:progress:)`` with each rotation run inside `enclosing`, which is given the request and a
+    /// function that rotates it with a progress handler of its own (the command-line tool draws one progress line
+    /// per database this way). A file named twice is refused before `enclosing` is called for it.
+    package static func rotateAll(
+        _ requests: [RotationRequest],
+        enclosing: (RotationRequest, _ rotate: (((BackupProgress) throws -> Void)?) -> RotationResult) -> RotationResult
+    ) -> [RotationResult] {
         var pathsByFile: [OpenFiles.FileID: [String]] = [:]
         for request in requests {
             if let id = OpenFiles.fileID(path: request.path) { pathsByFile[id, default: []].append(request.path) }
@@ -160,7 +172,7 @@ public enum KeyRotation {
                     path: request.path, resolvedPath: realPath(request.path) ?? request.path, method: request.method,
                     error: error, keyState: nil, backupPath: nil, duration: .zero)
             }
-            return rotateReporting(request, progress: progress.map { report in { try report(request.path, $0) } })
+            return enclosing(request) { progress in rotateReporting(request, progress: progress) }
         }
     }
 
