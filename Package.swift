@@ -179,11 +179,13 @@ targets += [
         ],
         swiftSettings: strictSwift
     ),
+    // The message the examples and benchmark programs give when their trait is off.
+    .target(name: "TraitFallback", swiftSettings: strictSwift),
     // Example services (Docs/Services.md), built and exercised by the integration tests.
     .executableTarget(
         name: "sqlcipherkit-hummingbird-example",
         dependencies: [
-            "SQLCipherKitSQLKit", "SQLCipherKitServices",
+            "TraitFallback", "SQLCipherKitSQLKit", "SQLCipherKitServices",
             product("Hummingbird", "hummingbird", when: ["Examples"]),
             product("SQLKit", "sql-kit", when: ["Examples"]),
             product("ServiceLifecycle", "swift-service-lifecycle", when: ["Examples"]),
@@ -193,7 +195,7 @@ targets += [
     .executableTarget(
         name: "sqlcipherkit-vapor-example",
         dependencies: [
-            "SQLCipherKitFluent", "SQLCipherKitServices",
+            "TraitFallback", "SQLCipherKitFluent", "SQLCipherKitServices",
             product("Fluent", "fluent", when: ["Examples"]),
             product("Vapor", "vapor", when: ["Examples"]),
         ],
@@ -204,7 +206,7 @@ targets += [
     .executableTarget(
         name: "sqlcipherkit-fluent-benchmarks",
         dependencies: [
-            "SQLCipherKitFluent",
+            "TraitFallback", "SQLCipherKitFluent",
             product("FluentSQLiteDriver", "fluent-sqlite-driver", when: ["Examples"]),
         ],
         swiftSettings: strictSwift

@@ -1,23 +1,9 @@
-// Built when the package trait Examples is off (the default): App.swift is then empty, and this says how to build
-// the real program.
+// Built when the package trait Examples is off (the default): the program's own files are then empty.
 #if !Examples
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import TraitFallback
 
 @main
 enum TraitOffFallback {
-    static func main() {
-        let message = """
-            sqlcipherkit-hummingbird-example is built only with the package trait Examples, which is off by default:
-                swift run --traits Examples sqlcipherkit-hummingbird-example …
-            (or --enable-all-traits; see Docs/Services.md)
-
-            """
-        _ = message.withCString { write(STDERR_FILENO, $0, strlen($0)) }
-        exit(64)
-    }
+    static func main() { exitBecauseTraitIsOff(program: "sqlcipherkit-hummingbird-example", trait: "Examples") }
 }
 #endif
