@@ -400,6 +400,8 @@ public actor Replicator {
             previousGeneration = generation.name
         }
         generation = nil
+        // The status names no generation until the next one starts (it is set again only by a successful sync).
+        statusValue.generation = nil
         captured.removeAll()
         nextGenerationReason = reason
         hasTriedResume = true
