@@ -8,24 +8,36 @@ extension Replicator {
     func ship() async throws {
         guard let database else { return }
         let scanStartedAt = configuration.now()
+        // A sync ships what was committed when it began (the log's last commit, found on its first look at the
+        // log); frames committed later are left to the next sync. A writer that outpaces the store must not keep one
+        // sync going for ever: its status never updated, no checkpoint, the log growing without bound.
+        let walPath = database.walPath
+        var committedAtStart: WALPosition?
+        var hasLookedAtLog = false
         while let current = generation {
             let segmentLimit = configuration.segmentByteCount
-            let walPath = database.walPath
-            let found = try await onQueue { () -> (LogContinuation, WALReader.CommittedRun?) in
+            let findsEnd = !hasLookedAtLog
+            hasLookedAtLog = true
+            let (decision, found, end) = try await onQueue {
+                () -> (LogContinuation, WALReader.CommittedRun?, WALPosition?) in
                 guard let file = try ReadOnlyFile(path: walPath) else {
                     return (LogContinuation.decide(
                         header: nil, shipped: current.position, expectsRestart: current.expectsRestart,
-                        needsHeader: current.needsLogHeader), nil)
+                        needsHeader: current.needsLogHeader), nil, nil)
                 }
                 let decision = LogContinuation.decide(
                     header: try WALReader.header(of: file), shipped: current.position,
                     expectsRestart: current.expectsRestart, needsHeader: current.needsLogHeader)
-                guard case .from(let start, let includesHeader) = decision else { return (decision, nil) }
+                guard case .from(let start, let includesHeader) = decision else { return (decision, nil, nil) }
+                let end = findsEnd ? try WALReader.lastCommit(in: file, after: start) : nil
                 return (decision, try WALReader.committedRun(
-                    in: file, after: start, includesHeader: includesHeader, maximumBytes: segmentLimit, readTwice: true))
+                    in: file, after: start, includesHeader: includesHeader, maximumBytes: segmentLimit, readTwice: true),
+                    end)
             }
-            switch found {
+            if findsEnd { committedAtStart = end }
+            switch (decision, found) {
             case (.broken(let reason), _):
+                hasLookedAtLog = false  // the new generation's log: its end is looked for again
                 await breakContinuity(reason)
                 try await startGeneration()
                 continue
@@ -36,6 +48,11 @@ extension Replicator {
                     sha256: run.sha256)
                 try await store.put(key, file: walPath, offset: run.offset, length: run.length, progress: nil)
                 recordShipped(key: key, byteCount: run.length, end: run.end)
+                if let committedAtStart, run.end.isSameLog(as: committedAtStart),
+                   run.end.frame >= committedAtStart.frame {
+                    caughtUpAt = scanStartedAt
+                    return
+                }
             default:
                 caughtUpAt = scanStartedAt
                 return

@@ -83,6 +83,56 @@ enum ObjectStore {
             configuration: configuration)
     }
 
+    /// A store of its own (its own folder and ports), for a test that stops and starts it while the shared one
+    /// serves the other tests.
+    struct Instance {
+        let folder: String
+        let port: Int
+
+        /// The endpoint `.ci/object-store` serves for this instance.
+        var endpoint: String { "http://127.0.0.1:\(port)" }
+
+        private var variables: [String] {
+            ["SQLCIPHERKIT_OBJECT_STORE_DIR=\(folder)", "SQLCIPHERKIT_OBJECT_STORE_PORT=\(port)"]
+        }
+
+        /// Starts it and waits until it answers (`.ci/object-store start`).
+        func start() throws {
+            let result = try ObjectStore.run(variables + ["bash", repositoryRoot + "/.ci/object-store", "start"])
+            guard result.status == 0 else {
+                throw ReplicationError(.unreachable, "the object store did not start: \(result.output)")
+            }
+        }
+
+        /// Stops every process of it (`.ci/object-store stop`).
+        func stop() throws {
+            let result = try ObjectStore.run(variables + ["bash", repositoryRoot + "/.ci/object-store", "stop"])
+            guard result.status == 0 else {
+                throw ReplicationError(.storeError, "the object store did not stop: \(result.output)")
+            }
+        }
+
+        /// A new bucket in it (created with boto3).
+        func makeBucket() throws -> String {
+            let name = "outage-" + UUID().uuidString.lowercased().prefix(13).replacingOccurrences(of: "-", with: "")
+            let credentials = try ObjectStore.credentials
+            let result = try ObjectStore.run([
+                "SQLCIPHERKIT_S3_ENDPOINT=\(endpoint)", "AWS_ACCESS_KEY_ID=\(credentials.accessKeyID)",
+                "AWS_SECRET_ACCESS_KEY=\(credentials.secretAccessKey)",
+                "python3", repositoryRoot + "/Tests/ObjectStore/s3check.py", "create-bucket", name,
+            ])
+            guard result.status == 0 else { throw ReplicationError(.storeError, "create-bucket: \(result.output)") }
+            return name
+        }
+
+        /// A replica store in `bucket` of this instance.
+        func store(bucket: String) throws -> S3ReplicaStore {
+            try S3ReplicaStore(
+                bucket: bucket, prefix: "notes", credentials: try ObjectStore.credentials,
+                configuration: S3ReplicaStore.Configuration(endpoint: endpoint))
+        }
+    }
+
     /// Runs `Tests/ObjectStore/s3check.py` (boto3) with the store's environment.
     static func check(_ arguments: [String], input: String? = nil) throws -> (status: Int32, output: String) {
         _ = try start()

@@ -24,6 +24,14 @@ final class SwitchableStore: ReplicaStore {
 
     var failedCalls: Int { failedCallCount.withLock { $0 } }
 
+    private let beforeFilePutValue = Mutex<(@Sendable (String) async throws -> Void)?>(nil)
+
+    /// Called with the key before each upload from a file (a log segment, a snapshot), while the store is up.
+    var beforeFilePut: (@Sendable (String) async throws -> Void)? {
+        get { beforeFilePutValue.withLock { $0 } }
+        set { beforeFilePutValue.withLock { $0 = newValue } }
+    }
+
     var description: String { "switchable " + inner.description }
 
     private func check() throws {
@@ -41,6 +49,7 @@ final class SwitchableStore: ReplicaStore {
         _ key: String, file path: String, offset: Int64, length: Int64, progress: (@Sendable (Int64) -> Void)?
     ) async throws {
         try check()
+        try await beforeFilePut?(key)
         try await inner.put(key, file: path, offset: offset, length: length, progress: progress)
     }
 
@@ -67,6 +76,33 @@ final class SwitchableStore: ReplicaStore {
 
 @Suite("An outage of the store")
 struct OutageTests {
+    @Test("a writer that outpaces the store does not keep one sync going: a sync ships what was committed when it began")
+    func syncShipsWhatWasCommittedAtItsStart() async throws {
+        let fixture = try ReplicationFixture(target: { directory in
+            SwitchableStore(try FolderReplicaStore(root: directory.path("switchable")))
+        })
+        let store = try #require(fixture.target as? SwitchableStore)
+        try await fixture.insert(10)
+        try await fixture.sync()
+        // Every log upload lets the writer commit another transaction first (up to 50): the log always has more.
+        let logUploads = Atomic(0)
+        store.beforeFilePut = { key in
+            guard key.hasSuffix(".wal") else { return }
+            let count = logUploads.add(1, ordering: .sequentiallyConsistent).newValue
+            if count <= 50 { try await fixture.insert(20) }
+        }
+        try await fixture.insert(10)
+        let bounded = try await fixture.sync()
+        #expect(logUploads.load(ordering: .sequentiallyConsistent) == 1, "one sync shipped what was committed after it began")
+        #expect(bounded.generation != nil)
+        // What came later goes with the next sync; the replica then holds every row.
+        store.beforeFilePut = nil
+        let after = try await fixture.sync()
+        #expect(after.unshippedFrameCount == 0)
+        #expect(try await fixture.restoredBytes(.latest) == (try fixture.checkpointedCopy()))
+        await fixture.close()
+    }
+
     @Test("the database keeps serving; past the log limit the replicator checkpoints, records a gap and starts a new generation once the store is back")
     func gapAndNewGeneration() async throws {
         try await withTemporaryDirectory { folder in

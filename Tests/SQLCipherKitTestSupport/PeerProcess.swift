@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SQLCipherKit
 
 /// Another process with its own SQLCipher connection to a database: it holds locks and writes while the code under
@@ -173,7 +172,7 @@ public final class PeerProcess {
         process.waitUntilExit()
     }
 
-    private let isStopped = Mutex(false)
+    private let isStopped = Shared(false)
 
     deinit {
         if process.isRunning {

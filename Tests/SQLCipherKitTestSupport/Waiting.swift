@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -62,7 +61,7 @@ public func awaitSignal(_ semaphore: DispatchSemaphore, within limit: Duration =
 /// `Thread`).
 public final class Rendezvous: Sendable {
     private let parties: Int
-    private let arrived = Mutex(0)
+    private let arrived = Shared(0)
     private let everyoneHere = DispatchSemaphore(value: 0)
 
     public init(parties: Int) {

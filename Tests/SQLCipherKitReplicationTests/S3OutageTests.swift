@@ -1,0 +1,100 @@
+#if Replication  // trait Replication (Package.swift)
+import Foundation
+import SQLCipherKit
+@testable import SQLCipherKitReplication
+import SQLCipherKitTestSupport
+import Synchronization
+import Testing
+
+/// The store itself goes away: a real object store of the test's own (its own folder and ports, so the shared one
+/// keeps serving the other tests) is stopped for 30 seconds while a writer keeps writing and the replicator runs,
+/// then started again.
+@Suite("An outage of a real object store", .enabled(if: ObjectStore.isInstalled, ObjectStore.notInstalled))
+struct S3OutageTests {
+    /// The endpoint port of the test's own store (the four ports after it are its servers' and memcached's).
+    static let port = 18090
+
+    @Test("stopped for 30 s under load and started again: every write is served, replication catches up on its own, and the restore holds every acknowledged write")
+    func storeStoppedAndStarted() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let instance = ObjectStore.Instance(folder: scratch.path("store"), port: Self.port)
+        try instance.start()
+        defer { try? instance.stop() }
+        let bucket = try instance.makeBucket()
+        let fixture = try ReplicationFixture(
+            configure: { configuration in
+                configuration.syncInterval = .milliseconds(200)
+                configuration.maximumRetryInterval = .seconds(2)
+                configuration.now = { Date() }
+            },
+            target: { _ in try instance.store(bucket: bucket) })
+        let replicator = fixture.replicator
+        let running = Task { try await replicator.run() }
+
+        // A steady writer that never stops on its own: each insert is acknowledged (returned) or the test fails.
+        // The pause between transactions only paces the load (about 2 KB a write); nothing waits on it.
+        let stopWriting = Atomic(false)
+        let acknowledged = Atomic(0)
+        let writer = Task {
+            while !stopWriting.load(ordering: .acquiring) {
+                try await fixture.insert(5)
+                acknowledged.add(5, ordering: .releasing)
+                try await Task.sleep(for: .milliseconds(2))
+            }
+        }
+
+        _ = await suspendingWait { await replicator.status.generation != nil }
+        let beforeOutage = await replicator.status
+        #expect(beforeOutage.generation != nil, "the first sync never came: \(beforeOutage)")
+        let generation = beforeOutage.generation
+
+        // The outage: the store's processes are stopped.
+        try instance.stop()
+        let outageStart = ContinuousClock.now
+        let writtenBeforeOutage = acknowledged.load(ordering: .acquiring)
+        // The replicator sees it (syncs fail, explicitly counted) ...
+        #expect(await suspendingWait { await replicator.status.consecutiveFailureCount >= 2 })
+        // ... and writes go on: the outage lasts 30 s and at least 100 more writes.
+        try await Task.sleep(until: outageStart + .seconds(30))
+        #expect(await suspendingWait { acknowledged.load(ordering: .acquiring) >= writtenBeforeOutage + 100 })
+        let failuresDuringOutage = await replicator.status.consecutiveFailureCount
+        #expect(failuresDuringOutage >= 2)
+        #expect(await replicator.status.lastError != nil)
+
+        // The store comes back: replication catches up without being told (run() retries with its back-off).
+        try instance.start()
+        _ = await suspendingWait {
+            let status = await replicator.status
+            return status.consecutiveFailureCount == 0 && status.lastError == nil
+        }
+        let afterOutage = await replicator.status
+        #expect(
+            afterOutage.consecutiveFailureCount == 0 && afterOutage.lastError == nil,
+            "replication did not catch up after the store came back: \(afterOutage)")
+
+        stopWriting.store(true, ordering: .releasing)
+        try await writer.value  // rethrows a failed write: none may fail
+        let written = acknowledged.load(ordering: .acquiring)
+        #expect(written > writtenBeforeOutage)
+
+        let status = try await replicator.syncNow()
+        #expect(status.unshippedFrameCount == 0)
+        // The log was far below its limit: no gap, the same generation went on across the outage.
+        #expect(status.gapCount == 0)
+        #expect(status.generation == generation)
+        running.cancel()
+        try await running.value
+
+        // Restored from the bucket into a new file: every acknowledged row, counted with a fresh connection.
+        let restored = scratch.path("restored.db")
+        _ = try await fixture.replica.restore(to: restored, at: .latest)
+        let db = try Connection(path: restored, encryption: .key(fixture.key, settings: try fixture.settingsWithSalt()))
+        #expect(try db.scalar("SELECT count(*) FROM note", as: Int.self) == written)
+        #expect(try db.scalar("SELECT max(id) FROM note", as: Int.self) == written)
+        try db.quickCheck()
+        db.close()
+        await fixture.close()
+    }
+}
+#endif
