@@ -22,7 +22,9 @@ let traits: Set<Trait> = [
         enabledTraits: ["SQLKit"]),
     .trait(
         name: "Services",
-        description: "SQLCipherKitServices: DatabaseService (swift-service-lifecycle), metrics, live key rotation."),
+        description: "SQLCipherKitServices: DatabaseService (swift-service-lifecycle), metrics, live key rotation,"
+            + " and its replication option (so it turns on Replication).",
+        enabledTraits: ["Replication"]),
     .trait(
         name: "Replication",
         description: "SQLCipherKitReplication and the CLI's replicate, restore and snapshots (AsyncHTTPClient, NIO)."),
@@ -150,7 +152,9 @@ targets += [
     .target(
         name: "SQLCipherKitServices",
         dependencies: [
-            "SQLCipherKit",
+            // Replication: the service replicates, pauses replication around a live rotation, reports its lag in
+            // the health check and ships what is left at shutdown (Docs/Services.md, "Replication").
+            "SQLCipherKit", "SQLCipherKitReplication",
             .product(name: "Logging", package: "swift-log"),
             product("ServiceLifecycle", "swift-service-lifecycle", when: ["Services"]),
             product("CoreMetrics", "swift-metrics", when: ["Services"]),
@@ -211,12 +215,23 @@ targets += [
         ],
         swiftSettings: strictSwift
     ),
+    // Release-build benchmark of replication (Docs/Replication.md): throughput with replication on and off, lag at a
+    // steady write rate, restore speed, memory during a large snapshot upload; and the writer process of
+    // .ci/replication-crash-campaign. Not a test.
+    .executableTarget(
+        name: "sqlcipherkit-replication-benchmarks",
+        dependencies: [
+            "TraitFallback", "SQLCipherKitServices", "SQLCipherKitReplication",
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        swiftSettings: strictSwift
+    ),
     // Each file is wrapped in `#if` of the trait it tests; with every trait off the target is empty.
     .testTarget(
         name: "SQLCipherKitIntegrationTests",
         dependencies: [
-            "SQLCipherKitSQLKit", "SQLCipherKitFluent", "SQLCipherKitServices", "SQLCipherKitTestSupport",
-            "sqlcipherkit-hummingbird-example", "sqlcipherkit-vapor-example",
+            "SQLCipherKitSQLKit", "SQLCipherKitFluent", "SQLCipherKitServices", "SQLCipherKitReplication",
+            "SQLCipherKitTestSupport", "sqlcipherkit-hummingbird-example", "sqlcipherkit-vapor-example",
             product("SQLKitBenchmark", "sql-kit", when: ["SQLKit"]),
             product("FluentBenchmark", "fluent-kit", when: ["Fluent"]),
             product("AsyncHTTPClient", "async-http-client", when: ["Examples"]),

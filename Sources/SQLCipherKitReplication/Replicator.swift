@@ -85,6 +85,7 @@ public actor Replicator {
     var statusValue = ReplicationStatus()
     var caughtUpAt: Date?
     private var tail: Task<Void, Never>?
+    private var statusObservers: [UUID: AsyncStream<ReplicationStatus>.Continuation] = [:]
 
     /// Replicates the database of `pool`, in this process.
     public init(pool: DatabasePool, store: any ReplicaStore, configuration: ReplicatorConfiguration = .init()) {
@@ -119,6 +120,31 @@ public actor Replicator {
         var status = statusValue
         status.lag = lag
         return status
+    }
+
+    /// The status after every sync, successful or not, from now on (a health endpoint, a dashboard, a test that
+    /// waits for a gap or for the store to be caught up with instead of waiting for time). The stream ends when the
+    /// task iterating it is cancelled.
+    public func statusUpdates() -> AsyncStream<ReplicationStatus> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: ReplicationStatus.self, bufferingPolicy: .bufferingNewest(64))
+        let id = UUID()
+        statusObservers[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            Task { await self.removeObserver(id) }
+        }
+        return stream
+    }
+
+    private func removeObserver(_ id: UUID) {
+        statusObservers[id] = nil
+    }
+
+    private func publishStatus() {
+        guard !statusObservers.isEmpty else { return }
+        let status = status
+        for continuation in statusObservers.values { continuation.yield(status) }
     }
 
     // MARK: - Running
@@ -178,7 +204,7 @@ public actor Replicator {
             let interval = failures == 0
                 ? configuration.syncInterval
                 : min(configuration.syncInterval * (1 << min(failures, 16)), configuration.maximumRetryInterval)
-            try? await Task.sleep(for: interval)
+            try? await configuration.wait(interval)
         }
         try await stop()
     }
@@ -195,12 +221,39 @@ public actor Replicator {
     /// earlier one needs the earlier key.
     ///
     /// - Returns: What `body` returns.
+    ///
+    /// No sync of ``run()`` runs while `body` does (the pause is one of the replicator's serialized operations).
+    /// Replication starts again also when `body` throws (on the key that then opens the database).
+    ///
+    /// - Parameters:
+    ///   - reason: What the pause is for (e.g. "a live key rotation"): the next generation's `generation.json`
+    ///     gives it as the reason when the log on disk no longer continues the replica afterwards.
+    ///   - body: The work to do with replication stopped.
     @discardableResult
-    public func withReplicationPaused<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
-        try await stop()
-        let result = try await body()
-        try await start()
-        return result
+    public func withReplicationPaused<T: Sendable>(
+        for reason: String? = nil, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        try await serialized {
+            await self.shutDown()
+            if let reason {
+                await self.setNextGenerationReason(
+                    "replication paused for \(reason); the log on disk does not continue the replica")
+            }
+            let result: T
+            do {
+                result = try await body()
+            } catch {
+                // Replication goes on with the key that opens the database; the error is `body`'s.
+                try? await self.openIfNeeded()
+                throw error
+            }
+            try await self.openIfNeeded()
+            return result
+        }
+    }
+
+    private func setNextGenerationReason(_ reason: String) {
+        nextGenerationReason = reason
     }
 
     /// Runs the replicator's operations one at a time (an actor alone would interleave them at each `await`).
@@ -262,6 +315,7 @@ public actor Replicator {
         }
         await database.close()
         self.database = nil
+        previousGeneration = generation?.name ?? previousGeneration
         generation = nil
         captured.removeAll()
         nextGenerationReason = "the replicator started again and the log on disk does not continue the replica"
@@ -301,6 +355,7 @@ public actor Replicator {
             statusValue.generation = generation?.name
             statusValue.lastIndex = generation.map { $0.nextIndex - 1 }
             metrics.record(status)
+            publishStatus()
         } catch {
             statusValue.consecutiveFailureCount += 1
             statusValue.lastError = "\(error)"
@@ -310,6 +365,7 @@ public actor Replicator {
             ])
             await handleFailure()
             metrics.record(status)
+            publishStatus()
             throw error
         }
     }
@@ -344,6 +400,8 @@ public actor Replicator {
             previousGeneration = generation.name
         }
         generation = nil
+        // The status names no generation until the next one starts (it is set again only by a successful sync).
+        statusValue.generation = nil
         captured.removeAll()
         nextGenerationReason = reason
         hasTriedResume = true

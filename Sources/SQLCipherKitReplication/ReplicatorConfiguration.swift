@@ -41,6 +41,9 @@ public struct ReplicatorConfiguration: Sendable {
     public var metricsFactory: any MetricsFactory
     /// The clock for the times recorded in the replica and for ages (tests give their own).
     public var now: @Sendable () -> Date
+    /// How ``Replicator/run()`` waits between syncs and before a retry, given the interval it wants (by default
+    /// `Task.sleep(for:)`). Tests give their own to see the back-off and to drive the loop without waiting for time.
+    public var wait: @Sendable (Duration) async throws -> Void
 
     /// Creates a configuration.
     public init(
@@ -58,7 +61,8 @@ public struct ReplicatorConfiguration: Sendable {
         logger: Logger = Logger(label: "sqlcipherkit.replication"),
         metricsName: String = "default",
         metricsFactory: any MetricsFactory = MetricsSystem.factory,
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date = { Date() },
+        wait: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) {
         self.syncInterval = syncInterval
         self.checkpointFrameCount = checkpointFrameCount
@@ -75,6 +79,7 @@ public struct ReplicatorConfiguration: Sendable {
         self.metricsName = metricsName
         self.metricsFactory = metricsFactory
         self.now = now
+        self.wait = wait
     }
 }
 

@@ -129,8 +129,26 @@ public struct S3ReplicaStore: ReplicaStore {
         self.port = components.port
         self.addressing = addressing
         self.signer = SigV4Signer(region: configuration.region)
-        self.client = HTTPClient.shared
+        self.client = Self.sharedClient
     }
+
+    /// The HTTP client every S3 store of the process shares. Not AsyncHTTPClient's `HTTPClient.shared`, whose
+    /// browser-like settings suit a store badly: it retries a refused connection for up to 90 seconds (a store that is
+    /// down held every sync for that long; the replicator has its own back-off and keeps serving meanwhile), and it
+    /// follows redirects with a request signed for another URL. Here a connection that cannot be made fails the
+    /// request at once (a host that does not answer at all, after 10 seconds), redirects are not followed (the
+    /// store's answer is reported as it is), and an idle read waits up to 90 seconds.
+    private static let sharedClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration(
+            certificateVerification: .fullVerification,
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(10), read: .seconds(90)),
+            proxy: nil,
+            ignoreUncleanSSLShutdown: false,
+            decompression: .disabled)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     /// `s3://BUCKET/PREFIX (endpoint)`; never a credential.
     public var description: String {

@@ -3,6 +3,7 @@ import CoreMetrics
 import Foundation
 import Logging
 import SQLCipherKit
+import SQLCipherKitReplication
 import ServiceLifecycle
 import Synchronization
 
@@ -43,6 +44,12 @@ import Synchronization
 /// At start, and at every check, the key that opens the database is found from the files: ``keyFile``, then
 /// ``rotatingKeyFile`` (a hand-over interrupted after its rekey is finished), then ``pendingKeyFile``. When another
 /// replica rotated the key, ``keyFile`` changes and opens the database: the pool reopens with it.
+///
+/// **Replication.** With ``Configuration/replication`` set, the service ships the database's encrypted pages and
+/// log frames to a ``ReplicaStore`` while it runs (a ``Replicator`` that owns the checkpoints), pauses replication
+/// around a live rotation (the rotated database starts a new generation: earlier generations restore with the
+/// earlier key), reports replication lag in ``checkHealth()``, and at graceful shutdown ships what is left before the
+/// pool closes (bounded by ``ReplicatorConfiguration/shutdownTimeout``, logged). See Docs/Replication.md.
 public final class DatabaseService: Service, Sendable {
     /// How the service opens the pool and watches its key file.
     public struct Configuration: Sendable {
@@ -63,6 +70,8 @@ public final class DatabaseService: Service, Sendable {
         public var logger: Logger
         /// The metrics backend; by default the one bootstrapped with `MetricsSystem.bootstrap`.
         public var metricsFactory: any MetricsFactory
+        /// Replicate the database to a store while the service runs; `nil` (the default) does not replicate.
+        public var replication: ReplicationOptions?
 
         /// Creates a configuration.
         public init(
@@ -73,8 +82,10 @@ public final class DatabaseService: Service, Sendable {
             handOverWaitTimeout: Duration = .seconds(60),
             metricsName: String = "default",
             logger: Logger = Logger(label: "sqlcipherkit.service"),
-            metricsFactory: any MetricsFactory = MetricsSystem.factory
+            metricsFactory: any MetricsFactory = MetricsSystem.factory,
+            replication: ReplicationOptions? = nil
         ) {
+            self.replication = replication
             self.metricsFactory = metricsFactory
             self.pool = pool
             self.keyFileCheckInterval = keyFileCheckInterval
@@ -96,11 +107,18 @@ public final class DatabaseService: Service, Sendable {
         public let readerConnectionCount: Int
         /// The SQLCipher version serving the file.
         public let engineVersion: String
+        /// Where replication stands; `nil` when the service does not replicate.
+        public let replication: ReplicationHealth?
+
+        /// `false` when replication lags past its threshold or has stopped (the database itself serves: the
+        /// report is returned, not thrown).
+        public var isHealthy: Bool { !(replication?.isLagging ?? false) }
 
         /// A one-line summary (no key material).
         public var description: String {
-            "healthy: \(path) opens with its key (\(schemaObjectCount) schema objects), \(readerConnectionCount)"
-                + " readers open, SQLCipher \(engineVersion)"
+            (isHealthy ? "healthy: " : "degraded: ")
+                + "\(path) opens with its key (\(schemaObjectCount) schema objects), \(readerConnectionCount)"
+                + " readers open, SQLCipher \(engineVersion)" + (replication.map { "; \($0)" } ?? "")
         }
     }
 
@@ -114,8 +132,12 @@ public final class DatabaseService: Service, Sendable {
     public var pendingKeyFile: String { handOver.pendingKeyFile }
     /// Where a hand-over records the key being rotated in, from the rekey until it is renamed over ``keyFile``.
     public var rotatingKeyFile: String { handOver.rotatingKeyFile }
+    /// The replicator when ``Configuration/replication`` is set: its ``Replicator/status``,
+    /// ``Replicator/statusUpdates()`` and ``Replicator/syncNow()`` are the service's. ``run()`` runs it.
+    public let replicator: Replicator?
 
     private let configuration: Configuration
+    let replicationState = Mutex(ReplicationRunState.notStarted)
     private let handOver: KeyHandOver
     private let metrics: DatabaseServiceMetrics
     private let state: Mutex<State>
@@ -131,7 +153,8 @@ public final class DatabaseService: Service, Sendable {
         var nextAttempt: ContinuousClock.Instant?
     }
 
-    private var logger: Logger { configuration.logger }
+    var logger: Logger { configuration.logger }
+    var configurationReplication: ReplicationOptions? { configuration.replication }
     private var metadata: Logger.Metadata { ["path": "\(path)", "keyFile": "\(keyFile)"] }
 
     /// Opens (or creates) the database with the key in `keyFile`.
@@ -153,6 +176,10 @@ public final class DatabaseService: Service, Sendable {
         let (pool, key) = try Self.openPool(path: path, handOver: handOver, configuration: configuration)
         self.pool = pool
         state = Mutex(State(key: key, keyFileIdentity: EncryptionKey.KeyFileIdentity(path: keyFile)))
+        replicator = configuration.replication.map { options in
+            Replicator(
+                pool: pool, store: options.store, configuration: options.replicatorConfiguration(for: configuration))
+        }
         // Work failing with "file is not a database": another replica rotated the key. Look for it now rather
         // than at the next check.
         pool.observeKeyRejections { [weak self] in
@@ -223,9 +250,10 @@ public final class DatabaseService: Service, Sendable {
 
     // MARK: - Service
 
-    /// Checks the key files until graceful shutdown (or cancellation), then closes the pool after the work in
-    /// flight.
+    /// Checks the key files (and replicates, when configured) until graceful shutdown (or cancellation), then ships
+    /// what replication has left (bounded, logged) and closes the pool after the work in flight.
     public func run() async throws {
+        let replication = replicator.map { replicator in Task { [self] in await replicate(replicator) } }
         if let interval = configuration.keyFileCheckInterval {
             try? await cancelWhenGracefulShutdown { [self] in
                 while !Task.isCancelled {
@@ -242,6 +270,7 @@ public final class DatabaseService: Service, Sendable {
         } else {
             try? await gracefulShutdown()
         }
+        if let replication { await finishReplication(replication) }
         logger.info("closing the database after the work in flight", metadata: ["path": "\(path)"])
         await closeOffCooperativePool { [pool] in pool.close() }
     }
@@ -268,7 +297,24 @@ public final class DatabaseService: Service, Sendable {
         }
         guard isMine else { return false }
         defer { state.withLock { $0.isChecking = false } }
+        if let replicator, hasKeyWork(attemptsHandOver: attemptsHandOver) {
+            // A rekey refuses while the replicator's connection is open, and a key another replica rotated in must
+            // reach that connection too: replication pauses (shipping what it can first) and starts again on the
+            // key that then opens the database. A rotated database starts a new generation.
+            return try await replicator.withReplicationPaused(for: "a key change (live rotation)") { [self] in
+                try await offCooperativePool { [self] in try checkKeys(attemptsHandOver: attemptsHandOver) }
+            }
+        }
         return try await offCooperativePool { [self] in try checkKeys(attemptsHandOver: attemptsHandOver) }
+    }
+
+    /// Whether a check has anything to do with the key files (a recorded hand-over, a changed key file, a pending
+    /// key).
+    private func hasKeyWork(attemptsHandOver: Bool) -> Bool {
+        let knownIdentity = state.withLock { $0.keyFileIdentity }
+        return FileManager.default.fileExists(atPath: handOver.rotatingKeyFile)
+            || EncryptionKey.KeyFileIdentity(path: handOver.keyFile) != knownIdentity
+            || (attemptsHandOver && handOver.hasPendingKey)
     }
 
     private func checkKeys(attemptsHandOver: Bool) throws -> Bool {
@@ -516,7 +562,7 @@ public final class DatabaseService: Service, Sendable {
     public func checkHealth() async throws -> HealthReport {
         let started = ContinuousClock.now
         do {
-            let report = try await offCooperativePool { [self] () throws -> HealthReport in
+            var report = try await offCooperativePool { [self] () throws -> HealthReport in
                 let connection = try Connection(
                     path: path, encryption: .key(try healthKey(), settings: configuration.pool.settings),
                     options: OpenOptions(mode: .readOnly))
@@ -524,9 +570,15 @@ public final class DatabaseService: Service, Sendable {
                 let count = try connection.scalar("SELECT count(*) FROM sqlite_master", as: Int.self) ?? 0
                 return HealthReport(
                     path: path, schemaObjectCount: count, readerConnectionCount: pool.readerConnectionCount,
-                    engineVersion: SQLCipher.version)
+                    engineVersion: SQLCipher.version, replication: nil)
             }
             _ = try await pool.read { db in try db.scalar("SELECT 1", as: Int.self) }
+            if let replication = await replicationHealth() {
+                report = report.with(replication: replication)
+                if replication.isLagging {
+                    logger.warning("replication lags", metadata: ["path": "\(path)", "replication": "\(replication)"])
+                }
+            }
             metrics.healthCheck(succeeded: true, ContinuousClock.now - started)
             metrics.readers.record(pool.readerConnectionCount)
             return report

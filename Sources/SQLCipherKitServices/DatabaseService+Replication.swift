@@ -1,0 +1,203 @@
+#if Services  // trait Services (Package.swift)
+import Foundation
+import Logging
+import SQLCipherKitReplication
+import Synchronization
+
+extension DatabaseService {
+    /// Replication of a service's database (``DatabaseService/Configuration/replication``): where the replica goes,
+    /// how often it is brought up to date, and how much lag the health check accepts.
+    ///
+    /// ```swift
+    /// var configuration = DatabaseService.Configuration()
+    /// configuration.replication = .init(store: try FolderReplicaStore(root: "/mnt/replica/notes"))
+    /// let database = try DatabaseService(path: "notes.db", keyFile: "notes.key", configuration: configuration)
+    /// ```
+    public struct ReplicationOptions: Sendable {
+        /// Where the replica goes: a ``FolderReplicaStore``, an S3-compatible store, or any ``ReplicaStore``
+        /// (``replicaStore(for:)`` makes one from a `file://` or `s3://` URL).
+        public var store: any ReplicaStore
+        /// How the replicator ships, checkpoints, snapshots and rides out an outage (sync interval, log limit
+        /// during an outage, shutdown timeout, retention). Its `logger`, `metricsName` and `metricsFactory` are
+        /// replaced by the service's: one name and one backend per database.
+        public var replicator: ReplicatorConfiguration
+        /// ``DatabaseService/checkHealth()`` reports the service as degraded when commits have waited longer than
+        /// this to be shipped, or when replication stopped.
+        public var lagThreshold: Duration
+
+        /// Creates the options.
+        ///
+        /// - Parameters:
+        ///   - store: Where the replica goes.
+        ///   - syncInterval: How often new commits are shipped (replaces `replicator.syncInterval`).
+        ///   - lagThreshold: The lag the health check accepts (10 s by default: ten missed syncs at the default
+        ///     interval).
+        ///   - replicator: Everything else about shipping.
+        public init(
+            store: any ReplicaStore, syncInterval: Duration = .seconds(1), lagThreshold: Duration = .seconds(10),
+            replicator: ReplicatorConfiguration = ReplicatorConfiguration()
+        ) {
+            self.store = store
+            self.replicator = replicator
+            self.replicator.syncInterval = syncInterval
+            self.lagThreshold = lagThreshold
+        }
+
+        func replicatorConfiguration(for service: Configuration) -> ReplicatorConfiguration {
+            var configuration = replicator
+            configuration.logger = service.logger
+            configuration.metricsName = service.metricsName
+            configuration.metricsFactory = service.metricsFactory
+            return configuration
+        }
+    }
+
+    /// Where the service's replication stands, in ``HealthReport/replication``.
+    public struct ReplicationHealth: Sendable, CustomStringConvertible {
+        /// The replicator's status (generation, last restore point, lag, failures, gaps).
+        public let status: ReplicationStatus
+        /// ``ReplicationOptions/lagThreshold``.
+        public let lagThreshold: Duration
+        /// Why replication stopped, when it did (it is started again after a pause); `nil` while it runs or
+        /// before ``DatabaseService/run()``.
+        public let stoppedBecause: String?
+        /// Whether ``DatabaseService/run()`` is replicating.
+        public let isRunning: Bool
+
+        /// Commits have waited longer than the threshold, or replication stopped on an error.
+        public var isLagging: Bool { stoppedBecause != nil || status.isLagging(over: lagThreshold) }
+
+        /// One line: where replication stands (no key material, no credential).
+        public var description: String {
+            var parts: [String] = []
+            if let stoppedBecause {
+                parts.append("replication stopped: \(stoppedBecause)")
+            } else if !isRunning {
+                parts.append("replication not running")
+            } else if status.isLagging(over: lagThreshold) {
+                parts.append("replication lags \(status.lag) (threshold \(lagThreshold))")
+            } else {
+                parts.append("replication up to date")
+            }
+            if let generation = status.generation {
+                parts.append("generation \(generation) point \(status.lastIndex ?? 0)")
+            }
+            if status.consecutiveFailureCount > 0 {
+                parts.append("\(status.consecutiveFailureCount) failed syncs in a row: \(status.lastError ?? "")")
+            }
+            if status.gapCount > 0 { parts.append("\(status.gapCount) gaps") }
+            return parts.joined(separator: ", ")
+        }
+    }
+
+    /// Runs the replicator until the task is cancelled. `Replicator.run()` retries store failures itself; it ends
+    /// with an error only for what retrying cannot fix (a key that no longer opens the file, a plaintext database):
+    /// that is logged, shown by the health check, and tried again after a pause (a key rotated in by another replica
+    /// of the service is reopened by the key check meanwhile).
+    func replicate(_ replicator: Replicator) async {
+        var failures = 0
+        while !Task.isCancelled {
+            replicationState.withLock { $0 = .running }
+            do {
+                try await replicator.run()
+                break
+            } catch {
+                failures += 1
+                let pause = min(
+                    replicator.configuration.syncInterval * (1 << min(failures, 16)),
+                    replicator.configuration.maximumRetryInterval)
+                replicationState.withLock { $0 = .failed("\(error)") }
+                logger.error(
+                    "replication stopped; it starts again after a pause while the database keeps serving",
+                    metadata: ["path": "\(path)", "error": "\(error)", "nextAttemptIn": "\(pause)"])
+                try? await replicator.configuration.wait(pause)
+            }
+        }
+        replicationState.withLock { $0 = .stopped }
+    }
+
+    /// At graceful shutdown: cancels the replication task, which ships what is left within the replicator's
+    /// ``ReplicatorConfiguration/shutdownTimeout`` and logs up to which point. The wait here is bounded by the same
+    /// timeout (a sync stuck on an unresponsive store would otherwise hold the shutdown up): past it, the pool closes
+    /// anyway and the log says so.
+    func finishReplication(_ replication: Task<Void, Never>) async {
+        guard let replicator else { return }
+        let timeout = replicator.configuration.shutdownTimeout
+        logger.info(
+            "shipping what replication has left before closing the database",
+            metadata: ["path": "\(path)", "timeout": "\(timeout)"])
+        replication.cancel()
+        // Detached: when run() itself was cancelled (not a graceful shutdown), a child task would inherit the
+        // cancellation and its sleep would end at once.
+        let finished = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let outcome = FirstOutcome(continuation)
+            Task.detached {
+                await replication.value
+                outcome.resume(true)
+            }
+            Task.detached {
+                try? await Task.sleep(for: timeout + .seconds(1))
+                outcome.resume(false)
+            }
+        }
+        if finished {
+            let status = await replicator.status
+            logger.info(
+                "replication finished before the database closes",
+                metadata: [
+                    "path": "\(path)", "generation": "\(status.generation ?? "none")",
+                    "index": "\(status.lastIndex ?? 0)",
+                ])
+        } else {
+            logger.warning(
+                .init(stringLiteral: "replication did not finish shipping within the shutdown timeout; the database"
+                    + " closes anyway, and the replica ends at the last point shipped"),
+                metadata: ["path": "\(path)", "timeout": "\(timeout)"])
+        }
+    }
+
+    /// The replication part of a health report; `nil` when the service does not replicate.
+    func replicationHealth() async -> ReplicationHealth? {
+        guard let replicator, let options = configurationReplication else { return nil }
+        let status = await replicator.status
+        let state = replicationState.withLock { $0 }
+        var stoppedBecause: String?
+        if case .failed(let reason) = state { stoppedBecause = reason }
+        return ReplicationHealth(
+            status: status, lagThreshold: options.lagThreshold, stoppedBecause: stoppedBecause,
+            isRunning: state == .running)
+    }
+}
+
+/// Resumes a continuation with the first outcome given, ignoring the later ones.
+private final class FirstOutcome: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Bool, Never>?>
+
+    init(_ continuation: CheckedContinuation<Bool, Never>) {
+        self.continuation = Mutex(continuation)
+    }
+
+    func resume(_ value: Bool) {
+        continuation.withLock { continuation in
+            continuation?.resume(returning: value)
+            continuation = nil
+        }
+    }
+}
+
+/// Where the service's replication task is.
+enum ReplicationRunState: Sendable, Equatable {
+    case notStarted
+    case running
+    case failed(String)
+    case stopped
+}
+
+extension DatabaseService.HealthReport {
+    func with(replication: DatabaseService.ReplicationHealth) -> Self {
+        Self(
+            path: path, schemaObjectCount: schemaObjectCount, readerConnectionCount: readerConnectionCount,
+            engineVersion: engineVersion, replication: replication)
+    }
+}
+#endif
