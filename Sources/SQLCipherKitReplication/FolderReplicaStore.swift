@@ -83,11 +83,7 @@ public struct FolderReplicaStore: ReplicaStore {
         let input = open(path, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw Self.readError(key: key, path: path) }
         defer { _ = close(input) }
-        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard output >= 0 else {
-            if errno == EEXIST { throw ReplicationError(.destinationExists, "\(destination) exists; nothing was written") }
-            throw ReplicationError.fileSystem("cannot create \(destination)")
-        }
+        let output = try createDownloadFile(destination)
         var isComplete = false
         defer {
             _ = close(output)

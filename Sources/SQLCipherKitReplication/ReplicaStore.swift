@@ -124,4 +124,14 @@ public struct ReplicationError: Error, Sendable, CustomStringConvertible {
     /// `kind: message`.
     public var description: String { "\(kind): \(message)" }
 }
+/// Creates the file a download writes into: mode 0600, never over an existing file or through a symbolic link. The
+/// caller closes it, and removes it unless the download completed.
+func createDownloadFile(_ destination: String) throws -> Int32 {
+    let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    guard output >= 0 else {
+        if errno == EEXIST { throw ReplicationError(.destinationExists, "\(destination) exists; nothing was written") }
+        throw ReplicationError.fileSystem("cannot create \(destination)")
+    }
+    return output
+}
 #endif

@@ -441,15 +441,16 @@ public actor Replicator {
     }
 }
 
-/// Resumes a continuation with the first outcome given, ignoring the later ones.
-private final class FirstOutcome: Sendable {
+/// Resumes a continuation with the first outcome given, ignoring the later ones (the replicator's and the service's
+/// bounded waits: whichever of the work and the timeout ends first).
+package final class FirstOutcome: Sendable {
     private let continuation: Mutex<CheckedContinuation<Bool, Never>?>
 
-    init(_ continuation: CheckedContinuation<Bool, Never>) {
+    package init(_ continuation: CheckedContinuation<Bool, Never>) {
         self.continuation = Mutex(continuation)
     }
 
-    func resume(_ value: Bool) {
+    package func resume(_ value: Bool) {
         continuation.withLock { continuation in
             continuation?.resume(returning: value)
             continuation = nil

@@ -238,11 +238,7 @@ public struct S3ReplicaStore: ReplicaStore {
     public func get(_ key: String, toFile destination: String, progress: (@Sendable (Int64) -> Void)?) async throws {
         let name = try objectName(key)
         let response = try await execute("GET", object: name, operation: "read", key: key)
-        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard output >= 0 else {
-            if errno == EEXIST { throw ReplicationError(.destinationExists, "\(destination) exists; nothing was written") }
-            throw ReplicationError.fileSystem("cannot create \(destination)")
-        }
+        let output = try createDownloadFile(destination)
         var isComplete = false
         defer {
             _ = close(output)

@@ -169,22 +169,6 @@ extension DatabaseService {
     }
 }
 
-/// Resumes a continuation with the first outcome given, ignoring the later ones.
-private final class FirstOutcome: Sendable {
-    private let continuation: Mutex<CheckedContinuation<Bool, Never>?>
-
-    init(_ continuation: CheckedContinuation<Bool, Never>) {
-        self.continuation = Mutex(continuation)
-    }
-
-    func resume(_ value: Bool) {
-        continuation.withLock { continuation in
-            continuation?.resume(returning: value)
-            continuation = nil
-        }
-    }
-}
-
 /// Where the service's replication task is.
 enum ReplicationRunState: Sendable, Equatable {
     case notStarted
