@@ -1,8 +1,21 @@
 import SQLCipherKit
+import Synchronization
 
 /// The library's errors in the CLI's words: the library's reason as it is, and its advice (``DatabaseError/remedy``,
 /// a value, never parsed from text) in the CLI's options and subcommands rather than the library's API names.
 enum ErrorWording {
+    /// Whether the advice is for `sqlcipherkit shell` (set by the shell before it opens the database): its key never
+    /// comes from standard input, which holds its statements, and a plaintext file is opened with `shell --plaintext`.
+    static let isForShell = Atomic(false)
+
+    /// The options that give a key to the running subcommand.
+    static var keyOptions: String {
+        isForShell.load(ordering: .relaxed) ? "--key-file or --key-env" : "--key-file, --key-env or --key-stdin"
+    }
+
+    /// The subcommand that runs SQL on a database (`exec`, or `shell` inside the shell).
+    static var sessionCommand: String { isForShell.load(ordering: .relaxed) ? "shell" : "exec" }
+
     /// The message of `error` for operators.
     static func message(for error: DatabaseError) -> String {
         guard let remedy = error.remedy else { return error.reason }
@@ -16,9 +29,9 @@ extension DatabaseError.Remedy {
         switch self {
         case .openWithoutKeyOrEncrypt:
             "encrypt it into a new file with `sqlcipherkit encrypt`, or run SQL on it as it is with"
-                + " `sqlcipherkit exec --plaintext`"
+                + " `sqlcipherkit \(ErrorWording.sessionCommand) --plaintext`"
         case .openWithKey:
-            "give its key with --key-file, --key-env or --key-stdin"
+            "give its key with \(ErrorWording.keyOptions)"
         case .openWithPlaintextHeaderSettings:
             "open it with its key, --plaintext-header-size (usually 32) and its salt (--salt-file, or a key file"
                 + " x'<96 hex>')"
@@ -33,7 +46,7 @@ extension DatabaseError.Remedy {
         case .copyWithBackup, .copyWithVacuumInto:
             "use `sqlcipherkit backup` (a private copy with the same key and settings, verified)"
         case .keyThroughAPI:
-            "give the key with --key-file, --key-env or --key-stdin, and change it with `sqlcipherkit rotate`"
+            "give the key with \(ErrorWording.keyOptions), and change it with `sqlcipherkit rotate`"
         case .cipherSettingsWhenOpening:
             "give them as cipher options (--cipher-compatibility, --page-size, --plaintext-header-size, …); to"
                 + " change them, re-encrypt with `sqlcipherkit rotate` or `sqlcipherkit migrate`"

@@ -75,6 +75,8 @@ struct ExecCommand: SQLSessionCommand {
 
     var cipherOptionsForRun: CipherOptions? { cipher }
 
+    var acceptsKeyFromStandardInput: Bool { true }
+
     func validate() throws {
         switch (sql, scriptFile) {
         case (nil, nil): throw ValidationError("give the SQL as an argument, - for standard input, or --file PATH")

@@ -10,6 +10,8 @@ protocol SQLSessionCommand: OperatorCommand {
     var plaintext: Bool { get }
     var create: Bool { get }
     var allowPlaintext: Bool { get }
+    /// Whether the key may come from standard input (`exec`); the shell reads its statements from there.
+    var acceptsKeyFromStandardInput: Bool { get }
 }
 
 extension SQLSessionCommand {
@@ -31,6 +33,11 @@ extension SQLSessionCommand {
                     + " or encrypt it into a new file with `sqlcipherkit encrypt`", status: .usage)
         }
         try FileFacts.refuseFolder(database)
+        if !plaintext && !acceptsKeyFromStandardInput && !key.isGiven && !Terminal.isStandardInputTerminal {
+            throw CommandFailure(
+                "the key is missing: give it with --key-file or --key-env (the shell reads its statements from"
+                    + " standard input, and asks for the key only on a terminal)", status: .usage, kind: "usage")
+        }
         let encryption: Encryption = plaintext ? .none : try cipher.encryption(for: try key.loadKey())
         if format == .missing && !create {
             throw CommandFailure(

@@ -268,4 +268,31 @@ struct ShellScriptTests {
         #expect(try fileMode(f.scratch.path("new.db")) == 0o600)
         #expect(opens(f.scratch.path("new.db"), with: f.key))
     }
+
+    @Test("advice in the shell's words: no --key-stdin (its statements are on standard input), shell --plaintext for a plaintext file")
+    func adviceInTheShellsWords() throws {
+        let f = try Fixture()
+        // No key off a terminal: a usage error naming the key options the shell takes, nothing opened.
+        let noKey = try runSubprocess(["shell", "notes.db"], standardInput: Array("SELECT 1;".utf8), in: f.scratch)
+        #expect(noKey.status == 2, "\(noKey)")
+        #expect(noKey.standardError.contains("give it with --key-file or --key-env"), "\(noKey)")
+        #expect(!noKey.standardError.contains("--key-stdin"), "\(noKey)")
+        #expect(!noKey.standardError.contains("Usage: sqlcipherkit <subcommand>"), "\(noKey)")
+        // A statement that would set a key, refused by the guard: the advice names the shell's key options.
+        let keyed = try f.shell("PRAGMA rekey = 'another key';\n")
+        #expect(keyed.status == 1, "\(keyed)")
+        #expect(keyed.standardError.contains("--key-file or --key-env"), "\(keyed)")
+        #expect(!keyed.standardError.contains("--key-stdin"), "\(keyed)")
+        #expect(!keyed.standardError.contains("another key"), "\(keyed)")
+        #expect(opens(f.database, with: f.key))
+        // A plaintext file given a key: open it with shell --plaintext, not exec's.
+        let plain = try plaintextDatabase(f.scratch, "plain.db")
+        let before = try fileBytes(plain)
+        let given = try runSubprocess(
+            ["shell", "plain.db", "--key-file", f.keyPath], standardInput: Array("SELECT 1;".utf8), in: f.scratch)
+        #expect(given.status == 3, "\(given)")
+        #expect(given.standardError.contains("sqlcipherkit shell --plaintext"), "\(given)")
+        #expect(!given.standardError.contains("exec --plaintext"), "\(given)")
+        #expect(try fileBytes(plain) == before)
+    }
 }

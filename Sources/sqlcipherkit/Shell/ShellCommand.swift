@@ -65,6 +65,8 @@ struct ShellCommand: SQLSessionCommand {
 
     var cipherOptionsForRun: CipherOptions? { cipher }
 
+    var acceptsKeyFromStandardInput: Bool { false }
+
     func validate() throws {
         if key.readsStandardInput {
             throw ValidationError(
@@ -79,6 +81,7 @@ struct ShellCommand: SQLSessionCommand {
     }
 
     func run() throws {
+        ErrorWording.isForShell.store(true, ordering: .relaxed)
         let isInteractive = Terminal.isStandardInputTerminal
         let connection = try openConnection()
         defer { connection.close() }
