@@ -104,7 +104,7 @@ var targets: [Target] = [
     // What every test target needs: temporary directories, file bytes, the engine in use, another process.
     .target(
         name: "SQLCipherKitTestSupport",
-        dependencies: ["SQLCipherKit"],
+        dependencies: ["SQLCipherKit", .product(name: "Logging", package: "swift-log")],
         path: "Tests/SQLCipherKitTestSupport",
         swiftSettings: strictSwift
     ),

@@ -96,30 +96,6 @@ final class SwitchedStore: ReplicaStore {
     }
 }
 
-/// Log lines kept for a test to read.
-final class LogRecords: Sendable {
-    private let lines = Mutex<[String]>([])
-    var all: [String] { lines.withLock { $0 } }
-    func append(_ line: String) { lines.withLock { $0.append(line) } }
-}
-
-/// Keeps every log message (level and text, with its metadata) for the test to read.
-struct RecordingLogHandler: LogHandler {
-    let records: LogRecords
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-        records.append("\(event.level) \(event.message) \(merged)")
-    }
-}
-
 /// A clock the test moves by hand (the replicator's `now`: its lag and the times in the replica).
 final class ManualClock: Sendable {
     private let current = Mutex(Date())
@@ -171,7 +147,7 @@ struct ReplicatedServiceTests {
 
     /// A service on a new database in `directory`, replicating to `store`.
     static func service(
-        in directory: TemporaryDirectory, store: any ReplicaStore, logs: LogRecords,
+        in directory: TemporaryDirectory, store: any ReplicaStore, logs: LogLines,
         metrics: TestMetrics = TestMetrics(), lagThreshold: Duration = .seconds(10),
         configure: (inout ReplicatorConfiguration) -> Void = { _ in }
     ) throws -> DatabaseService {
@@ -181,7 +157,7 @@ struct ReplicatedServiceTests {
         configure(&replicator)
         let configuration = DatabaseService.Configuration(
             keyFileCheckInterval: nil, metricsName: "notes",
-            logger: Logger(label: "test", factory: { _ in RecordingLogHandler(records: logs) }),
+            logger: logs.logger(),
             metricsFactory: metrics,
             replication: .init(
                 store: store, syncInterval: replicator.syncInterval, lagThreshold: lagThreshold,
@@ -213,7 +189,7 @@ struct ReplicatedServiceTests {
     func rotationStartsGeneration() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let logs = LogRecords()
+        let logs = LogLines()
         let store = try FolderReplicaStore(root: directory.path("replica"))
         let service = try Self.service(in: directory, store: store, logs: logs)
         let replicator = try #require(service.replicator)
@@ -270,7 +246,7 @@ struct ReplicatedServiceTests {
     func shutdownShipsTheRest() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let logs = LogRecords()
+        let logs = LogLines()
         let store = try FolderReplicaStore(root: directory.path("replica"))
         // An hour between syncs: only the shutdown can ship the rows written after the first sync.
         let service = try Self.service(in: directory, store: store, logs: logs) { $0.syncInterval = .seconds(3600) }
@@ -297,7 +273,7 @@ struct ReplicatedServiceTests {
     func shutdownIsBounded() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let logs = LogRecords()
+        let logs = LogLines()
         let store = SwitchedStore(try FolderReplicaStore(root: directory.path("replica")))
         let service = try Self.service(in: directory, store: store, logs: logs) { configuration in
             configuration.syncInterval = .milliseconds(10)
@@ -326,7 +302,7 @@ struct ReplicatedServiceTests {
     func outage() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let logs = LogRecords()
+        let logs = LogLines()
         let metrics = TestMetrics()
         let clock = ManualClock()
         let waits = Mutex<[Duration]>([])

@@ -1,6 +1,5 @@
 #if Replication  // trait Replication (Package.swift)
 import Foundation
-import Logging
 @testable import SQLCipherKitReplication
 import Synchronization
 import Testing
@@ -165,41 +164,6 @@ enum ObjectStore {
         process.waitUntilExit()
         let text = String(decoding: outputData, as: UTF8.self) + errorData.withLock { String(decoding: $0, as: UTF8.self) }
         return (process.terminationStatus, text)
-    }
-}
-
-/// Log lines captured in memory (to show that no credential is ever logged).
-final class CapturedLog: Sendable {
-    private let lines = Mutex<[String]>([])
-
-    var text: String { lines.withLock { $0.joined(separator: "\n") } }
-
-    func logger(_ label: String) -> Logger {
-        var logger = Logger(label: label) { _ in CapturingHandler(log: self) }
-        logger.logLevel = .trace
-        return logger
-    }
-
-    fileprivate func append(_ line: String) {
-        lines.withLock { $0.append(line) }
-    }
-}
-
-private struct CapturingHandler: LogHandler {
-    let log: CapturedLog
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let all = metadata.merging(event.metadata ?? [:]) { $1 }
-        let error = event.error.map { " error=\($0)" } ?? ""
-        log.append(
-            "\(event.level) \(event.message) \(all.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " "))\(error)")
     }
 }
 #endif

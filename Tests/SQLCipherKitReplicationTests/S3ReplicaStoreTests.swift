@@ -101,7 +101,7 @@ struct S3ReplicaStoreTests {
     @Test("wrong credentials, a missing bucket, a skewed clock and an unreachable endpoint: each named, no secret shown or logged")
     func errors() async throws {
         let bucket = try ObjectStore.makeBucket()
-        let log = CapturedLog()
+        let log = LogLines()
         let secret = "wrong-secret-4e1d9a"
         let real = try ObjectStore.credentials
         let wrongSecret = try ObjectStore.store(
@@ -167,7 +167,7 @@ struct S3ReplicaStoreTests {
 
     private func replicateAndRestore(settings: CipherSettings) async throws {
         let bucket = try ObjectStore.makeBucket()
-        let log = CapturedLog()
+        let log = LogLines()
         let key = try EncryptionKey.generateRaw()
         let fixture = try ReplicationFixture(
             settings: settings, key: key,
