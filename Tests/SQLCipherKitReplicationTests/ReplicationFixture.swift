@@ -149,6 +149,16 @@ final class ReplicationFixture: Sendable {
     }
 }
 
+/// Waits until the file at `path` (a child process's output) contains `text`, while `process` runs; bounded only to
+/// turn a hang into a failure (120 s). The caller checks the text is there.
+func waitForText(_ text: String, inFile path: String, of process: Process) async throws {
+    let deadline = ContinuousClock.now + .seconds(120)
+    while !(try String(contentsOfFile: path, encoding: .utf8)).contains(text), process.isRunning,
+          ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(50))
+    }
+}
+
 /// Flips one bit of the byte at `offset` of a file.
 func flipByte(in path: String, at offset: Int) throws {
     var bytes = try fileBytes(path)

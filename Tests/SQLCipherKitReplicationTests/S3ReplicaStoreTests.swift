@@ -364,13 +364,8 @@ struct S3CommandTests {
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
             try process.run()
-            // Synchronised on the line it prints once its first sync is done (bounded only to turn a hang into a
-            // failure).
-            let deadline = ContinuousClock.now + .seconds(120)
-            while !(try String(contentsOfFile: errorPath, encoding: .utf8)).contains("replicating"),
-                  process.isRunning, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            // Synchronised on the line it prints once its first sync is done.
+            try await waitForText("replicating", inFile: errorPath, of: process)
             #expect(try String(contentsOfFile: errorPath, encoding: .utf8).contains("replicating"))
             try await pool.write { db in
                 for id in 1...40 { try db.execute("INSERT INTO note(id, body) VALUES (?, ?)", id, plaintextMarker) }
