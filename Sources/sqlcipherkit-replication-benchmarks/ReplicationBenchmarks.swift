@@ -17,6 +17,10 @@ struct ReplicationBenchmarks {
     let seconds: Int
     let rate: Int
     let writes: Int
+    /// Where the snapshot and restore figures go: `nil` for a folder beside the database, or a replica URL
+    /// (`s3://BUCKET/PREFIX` with `endpoint`, the bucket existing) to measure through a real object store.
+    let replicaURL: String?
+    let endpoint: String?
 
     func run(_ mode: String) async throws {
         #if DEBUG
@@ -122,9 +126,8 @@ struct ReplicationBenchmarks {
     /// its snapshot, then the speed of a restore from the folder store, beside a plain copy of the file.
     func snapshotAndRestore(in directory: String) async throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let service = try makeService(
-            in: directory,
-            replication: .init(store: try FolderReplicaStore(root: directory + "/replica"), syncInterval: .seconds(3600)))
+        let store = try snapshotStore(in: directory)
+        let service = try makeService(in: directory, replication: .init(store: store, syncInterval: .seconds(3600)))
         let rows = megabytes * 1024 / 8
         try await service.pool.write { db in
             try db.execute("CREATE TABLE blob(id INTEGER PRIMARY KEY, data BLOB)")
@@ -140,7 +143,7 @@ struct ReplicationBenchmarks {
         try await service.replicator?.syncNow()
         let uploadTime = ContinuousClock.now - started
         let after = memory()
-        print("\nsnapshot upload: \(format(Double(size) / 1e6)) MB database to a folder store in"
+        print("\nsnapshot upload: \(format(Double(size) / 1e6)) MB database to \(store.description) in"
             + " \(format(uploadTime.seconds, decimals: 1)) s")
         print("  resident memory before \(format(Double(before.current) / 1e6)) MB; peak during the upload"
             + " \(format(Double(after.peak) / 1e6)) MB (+\(format(Double(after.peak - before.current) / 1e6)) MB)")
@@ -149,8 +152,7 @@ struct ReplicationBenchmarks {
 
         let restored = directory + "/restored.db"
         let restoreStarted = ContinuousClock.now
-        let report = try await Replica(store: try FolderReplicaStore(root: directory + "/replica"))
-            .restore(to: restored, at: .latest)
+        let report = try await Replica(store: store).restore(to: restored, at: .latest)
         let restoreTime = ContinuousClock.now - restoreStarted
         let copyStarted = ContinuousClock.now
         try FileManager.default.copyItem(atPath: service.path, toPath: directory + "/copy.db")
@@ -164,6 +166,13 @@ struct ReplicationBenchmarks {
     }
 
     // MARK: - Helpers
+
+    /// The store of the snapshot figures: a folder, or `replicaURL` under a prefix of its own for this run.
+    private func snapshotStore(in directory: String) throws -> any ReplicaStore {
+        guard let replicaURL else { return try FolderReplicaStore(root: directory + "/replica") }
+        let separator = replicaURL.hasSuffix("/") ? "" : "/"
+        return try replicaStore(for: replicaURL + separator + "benchmark-" + UUID().uuidString, endpoint: endpoint)
+    }
 
     private func makeService(in directory: String, replication: DatabaseService.ReplicationOptions?) throws
         -> DatabaseService

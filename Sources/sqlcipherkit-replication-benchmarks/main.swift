@@ -2,7 +2,9 @@
 // writer process of .ci/replication-crash-campaign. Exit code 0 whatever the figures; 1 on errors.
 //
 //   sqlcipherkit-replication-benchmarks [all|throughput|lag|restore|snapshot] [--megabytes N] [--seconds N]
-//       [--rate N] [--folder PATH]
+//       [--rate N] [--writes N] [--folder PATH] [--replica s3://BUCKET/PREFIX --endpoint URL]
+//   (--replica: the snapshot and restore figures through that store; credentials from AWS_ACCESS_KEY_ID and
+//   AWS_SECRET_ACCESS_KEY; the bucket must exist)
 //   sqlcipherkit-replication-benchmarks writer --database DB --key-file KEY --replica FOLDER
 //       [--sync-interval-ms 200] [--rate 300] [--checkpoint-frames 200] [--snapshot-seconds 5]
 #if Services  // trait Services (Package.swift), which turns on Replication
@@ -38,7 +40,9 @@ do {
     case "all", "throughput", "lag", "restore", "snapshot":
         let benchmarks = ReplicationBenchmarks(
             folder: option("folder", NSTemporaryDirectory()), megabytes: intOption("megabytes", 1024),
-            seconds: intOption("seconds", 20), rate: intOption("rate", 1000), writes: intOption("writes", 5000))
+            seconds: intOption("seconds", 20), rate: intOption("rate", 1000), writes: intOption("writes", 5000),
+            replicaURL: arguments.contains("--replica") ? option("replica", "") : nil,
+            endpoint: arguments.contains("--endpoint") ? option("endpoint", "") : nil)
         try await benchmarks.run(mode)
     default:
         FileHandle.standardError.write(Data("unknown mode \(mode); see the comment at the top of main.swift\n".utf8))
