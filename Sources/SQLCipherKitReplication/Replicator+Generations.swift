@@ -136,8 +136,11 @@ extension Replicator {
         ])
     }
 
-    /// Goes on with the store's latest generation when the log on disk still holds its last shipped frame (same
-    /// salts, same running checksum): nothing was checkpointed away since, so no new snapshot is needed.
+    /// Goes on with the store's latest generation when the log on disk still continues it: it still holds the last
+    /// shipped frame (same salts, same running checksum), or it is the log SQLite began right after that frame once
+    /// the replicator's own checkpoint had copied everything (``WALReader/isRestart(in:header:of:)``; a process
+    /// killed within a sync interval of its checkpoint leaves that). Nothing was checkpointed away unshipped since,
+    /// so no new snapshot is needed.
     func resumeIfContinuous() async throws {
         guard let database else { return }
         let catalog = try await Replica(store: store).catalog()
@@ -159,22 +162,28 @@ extension Replicator {
         }
         guard let target else { return }
         let walPath = database.walPath
-        let found = try await onQueue { () -> WALPosition? in
-            guard let file = try ReadOnlyFile(path: walPath), let header = try WALReader.header(of: file),
-                  header.salt1 == target.salt1, header.salt2 == target.salt2
-            else { return nil }
-            let log = WALPosition(start: header)
-            if log.checksum == target.checksum { return log }
-            return try WALReader.commit(in: file, after: log, withChecksum: target.checksum)
+        let found = try await onQueue { () -> (position: WALPosition, isRestartedLog: Bool)? in
+            guard let file = try ReadOnlyFile(path: walPath), let header = try WALReader.header(of: file) else {
+                return nil
+            }
+            if header.salt1 == target.salt1, header.salt2 == target.salt2 {
+                let log = WALPosition(start: header)
+                if log.checksum == target.checksum { return (log, false) }
+                return try WALReader.commit(in: file, after: log, withChecksum: target.checksum).map { ($0, false) }
+            }
+            guard try WALReader.isRestart(in: file, header: header, of: target) else { return nil }
+            return (WALPosition(start: header), true)
         }
         guard let found else { return }
         let now = configuration.now()
         generation = ActiveGeneration(
-            name: latest.name, nextIndex: lastPoint.index + 1, position: found, expectsRestart: false,
-            needsLogHeader: false, lastSnapshotAt: lastSnapshot.createdAt, lastSnapshotIndex: lastSnapshot.index,
-            lastCheckpointAt: now, frozenAt: nil, pendingSnapshot: nil, pendingSnapshotIndex: nil)
+            name: latest.name, nextIndex: lastPoint.index + 1, position: found.position, expectsRestart: false,
+            needsLogHeader: found.isRestartedLog, lastSnapshotAt: lastSnapshot.createdAt,
+            lastSnapshotIndex: lastSnapshot.index, lastCheckpointAt: now, frozenAt: nil, pendingSnapshot: nil, pendingSnapshotIndex: nil)
         previousGeneration = latest.name
-        logger.info("replication resumed", metadata: ["generation": "\(latest.name)", "index": "\(lastPoint.index)"])
+        logger.info("replication resumed", metadata: [
+            "generation": "\(latest.name)", "index": "\(lastPoint.index)", "logRestartedSince": "\(found.isRestartedLog)",
+        ])
     }
 }
 #endif

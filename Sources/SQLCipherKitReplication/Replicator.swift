@@ -321,6 +321,16 @@ public actor Replicator {
         nextGenerationReason = "the replicator started again and the log on disk does not continue the replica"
     }
 
+    /// What a killed process leaves: the replicator's connections closed (its pin gone), nothing shipped, nothing
+    /// remembered. Tests use it to see what a replicator started afterwards finds.
+    func closeAsIfKilled() async {
+        guard let database else { return }
+        await database.close()
+        self.database = nil
+        generation = nil
+        captured.removeAll()
+    }
+
     private func finalShip() async throws {
         guard generation != nil else { return }
         try await uploadCaptured()

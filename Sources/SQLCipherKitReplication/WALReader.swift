@@ -85,6 +85,55 @@ enum WALReader {
         return found
     }
 
+    /// Whether the log in `file` (its header `header`) is the one SQLite began when it restarted the log whose last
+    /// frame is the commit frame carrying `end` (that log's salts and the running checksum after the frame), with
+    /// nothing written to that log after it.
+    ///
+    /// SQLite restarts a log only once every frame of it is in the main file; the restart adds one to salt-1 and
+    /// writes the new log over the old one from the first slot. The new log goes on from `end` when:
+    /// 1. its salt-1 is the old log's plus one (one restart, not two);
+    /// 2. the old log's frame carrying `end` is still in the file, past the new log's frames;
+    /// 3. the slot after that frame holds a whole frame that does not continue the old log (a frame of an older log).
+    ///
+    /// Without 3 the old log may have gone on past `end`, and those frames reached the main file without being read
+    /// here. When 2 or 3 cannot be checked (the new log has reached that far, the old log was the longest this file
+    /// held, or the file was truncated, as a TRUNCATE checkpoint does) the answer is `false`: nothing proves it.
+    static func isRestart(
+        in file: ReadOnlyFile, header: WALFormat.Header,
+        of end: (salt1: UInt32, salt2: UInt32, checksum: WALFormat.Checksum)
+    ) throws -> Bool {
+        guard header.salt1 == end.salt1 &+ 1 else { return false }
+        let frameSize = header.frameSize
+        let slotCount = max(0, (try file.size() - Int64(WALFormat.headerSize)) / Int64(frameSize))
+        let slotsPerRead = max(1, (1 << 20) / frameSize)
+        var buffer = [UInt8](repeating: 0, count: slotsPerRead * frameSize)
+        var found: Int64?
+        var first: Int64 = 0
+        while found == nil, first < slotCount {
+            let offset = Int64(WALFormat.headerSize) + first * Int64(frameSize)
+            let read = try buffer.withUnsafeMutableBytes { try file.read(into: $0, count: $0.count, at: offset) }
+            let slots = read / frameSize
+            if slots == 0 { break }
+            found = buffer.withUnsafeBytes { bytes -> Int64? in
+                for slot in 0..<slots {
+                    let frame = WALFormat.FrameHeader(UnsafeRawBufferPointer(rebasing: bytes[(slot * frameSize)...]))
+                    if frame.salt1 == end.salt1, frame.salt2 == end.salt2, frame.checksum == end.checksum {
+                        return first + Int64(slot)
+                    }
+                }
+                return nil
+            }
+            first += Int64(slots)
+        }
+        guard let found, found + 1 < slotCount else { return false }
+        let next = try file.read(count: frameSize, at: Int64(WALFormat.headerSize) + (found + 1) * Int64(frameSize))
+        var oldLog = WALPosition(start: header)
+        oldLog.salt1 = end.salt1
+        oldLog.salt2 = end.salt2
+        oldLog.checksum = end.checksum
+        return next.count == frameSize && next.withUnsafeBytes { WALFormat.validate(frame: $0, at: oldLog) } == nil
+    }
+
     /// Every valid frame after `position`, in order, until the first invalid one or the first commit at or past
     /// `maximumBytes`; calls `onCommit` at each commit frame with the position after it (and the hasher, which has
     /// seen every frame up to it), and stops when it returns `false`.

@@ -21,12 +21,17 @@ struct ReplicationBenchmarks {
     /// (`s3://BUCKET/PREFIX` with `endpoint`, the bucket existing) to measure through a real object store.
     let replicaURL: String?
     let endpoint: String?
+    /// The folder the throughput and lag rounds' folder stores go under: `nil` for beside the database (the same
+    /// disk, so the replica's writes and flushes compete with the database's), or another file system (a tmpfs
+    /// shows the replicator's own cost, as a store on another machine would).
+    let storeFolder: String?
 
     func run(_ mode: String) async throws {
         #if DEBUG
         print("WARNING: debug build; the figures mean nothing. Use swift build -c release.\n")
         #endif
-        print("SQLCipherKit replication benchmarks (folder store, raw key, one process)")
+        print("SQLCipherKit replication benchmarks (raw key, one process; throughput and lag: folder store"
+            + (storeFolder.map { " under \($0)" } ?? " beside the database") + ")")
         print("  SQLCipher \(SQLCipher.version), \(ProcessInfo.processInfo.activeProcessorCount) CPU,"
             + " load average at start \(loadAverage())")
         let base = try temporaryFolder(under: folder)
@@ -49,7 +54,7 @@ struct ReplicationBenchmarks {
             let path = directory + "/round\(round)"
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             let service = try makeService(
-                in: path, replication: replicated ? .init(store: try FolderReplicaStore(root: path + "/replica"))
+                in: path, replication: replicated ? .init(store: try folderStore(path + "/replica"))
                     : nil)
             let serving = Task { try await service.run() }
             try await service.pool.write { db in try db.execute("CREATE TABLE note(id INTEGER PRIMARY KEY, body TEXT)") }
@@ -79,7 +84,7 @@ struct ReplicationBenchmarks {
     /// the end of the upload of the first log segment read after it (the segment's name holds when it was read).
     func lag(in directory: String) async throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let store = TimingStore(try FolderReplicaStore(root: directory + "/replica"))
+        let store = TimingStore(try folderStore(directory + "/replica"))
         let service = try makeService(in: directory, replication: .init(store: store, syncInterval: .seconds(1)))
         let serving = Task { try await service.run() }
         try await service.pool.write { db in try db.execute("CREATE TABLE note(id INTEGER PRIMARY KEY, body TEXT)") }
@@ -166,6 +171,12 @@ struct ReplicationBenchmarks {
     }
 
     // MARK: - Helpers
+
+    /// A folder store at `path`, or under ``storeFolder`` when one was given.
+    private func folderStore(_ path: String) throws -> FolderReplicaStore {
+        guard let storeFolder else { return try FolderReplicaStore(root: path) }
+        return try FolderReplicaStore(root: storeFolder + "/" + UUID().uuidString)
+    }
 
     /// The store of the snapshot figures: a folder, or `replicaURL` under a prefix of its own for this run.
     private func snapshotStore(in directory: String) throws -> any ReplicaStore {

@@ -3,7 +3,9 @@
 //
 //   sqlcipherkit-replication-benchmarks [all|throughput|lag|restore|snapshot] [--megabytes N] [--seconds N]
 //       [--rate N] [--writes N] [--folder PATH] [--replica s3://BUCKET/PREFIX --endpoint URL]
-//   (--replica: the snapshot and restore figures through that store; credentials from AWS_ACCESS_KEY_ID and
+//   [--store-folder PATH]
+//   (--store-folder: where the throughput and lag rounds' folder stores go, e.g. a tmpfs; --replica: the snapshot
+//   and restore figures through that store; credentials from AWS_ACCESS_KEY_ID and
 //   AWS_SECRET_ACCESS_KEY; the bucket must exist)
 //   sqlcipherkit-replication-benchmarks writer --database DB --key-file KEY --replica FOLDER
 //       [--sync-interval-ms 200] [--rate 300] [--checkpoint-frames 200] [--snapshot-seconds 5]
@@ -42,7 +44,8 @@ do {
             folder: option("folder", NSTemporaryDirectory()), megabytes: intOption("megabytes", 1024),
             seconds: intOption("seconds", 20), rate: intOption("rate", 1000), writes: intOption("writes", 5000),
             replicaURL: arguments.contains("--replica") ? option("replica", "") : nil,
-            endpoint: arguments.contains("--endpoint") ? option("endpoint", "") : nil)
+            endpoint: arguments.contains("--endpoint") ? option("endpoint", "") : nil,
+            storeFolder: arguments.contains("--store-folder") ? option("store-folder", "") : nil)
         try await benchmarks.run(mode)
     default:
         FileHandle.standardError.write(Data("unknown mode \(mode); see the comment at the top of main.swift\n".utf8))

@@ -82,6 +82,71 @@ struct ContinuityTests {
         await fixture.close()
     }
 
+    /// Shipped so far: a first log of 10 transactions (the generation's start checkpoints it), then a second log of 3
+    /// (shipped, then checkpointed whole by the replicator). The slots after the second log's frames still hold
+    /// frames of the first, longer one.
+    private func shipTwoLogs(_ fixture: ReplicationFixture) async throws -> ReplicationStatus {
+        for _ in 1...10 { try await fixture.insert(4) }
+        try await fixture.sync()
+        for _ in 1...3 { try await fixture.insert(3) }
+        let status = try await fixture.sync()
+        #expect(status.lastIndex == 1)
+        return status
+    }
+
+    @Test("killed after its own complete checkpoint, the log restarted since: a replicator started again goes on with the generation")
+    func resumesOnRestartedLog() async throws {
+        let fixture = try ReplicationFixture { $0.checkpointFrameCount = 1 }
+        let first = try await shipTwoLogs(fixture)
+        await fixture.replicator.closeAsIfKilled()
+        try await fixture.insert(1)  // SQLite restarts the log: salt-1 plus one, written over the first slots
+        let again = Replicator(pool: fixture.pool, store: fixture.target, configuration: fixture.configuration)
+        try await again.syncNow()
+        let status = await again.status
+        #expect(status.generation == first.generation)
+        #expect(status.lastIndex == 2)
+        let catalog = try await fixture.replica.catalog()
+        #expect(catalog.generations.count == 1)
+        #expect(catalog.generations.last?.segments.last?.startsLog == true)
+        #expect(try await fixture.restoredBytes(.latest) == (try fixture.checkpointedCopy()))
+        try await again.stop()
+        await fixture.close()
+    }
+
+    @Test("the old log went on past the last shipped frame before SQLite restarted it: a new generation, nothing lost")
+    func refusesRestartAfterUnshippedFrames() async throws {
+        let fixture = try ReplicationFixture { $0.checkpointFrameCount = 1 }
+        for _ in 1...10 { try await fixture.insert(4) }
+        try await fixture.sync()
+        for _ in 1...3 { try await fixture.insert(3) }
+        // A reader at the log's end: the replicator's checkpoint still copies every frame, but SQLite cannot restart
+        // the log while the reader is there, so the next commits go on in the same log.
+        let reader = try Connection(path: fixture.databasePath, key: fixture.key, settings: fixture.settings)
+        try reader.execute("BEGIN")
+        _ = try reader.scalar("SELECT count(*) FROM note", as: Int.self)
+        let first = try await fixture.sync()
+        #expect(first.lastIndex == 1)
+        await fixture.replicator.closeAsIfKilled()
+        try await fixture.insert(2)  // after the shipped frames, in the same log: never shipped
+        try reader.execute("COMMIT")
+        reader.close()
+        let checkpoint = try await fixture.pool.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+        #expect(checkpoint.checkpointedFrameCount == checkpoint.logFrameCount)
+        try await fixture.insert(1)  // now SQLite restarts the log: salt-1 plus one, as after the replicator's checkpoint
+        let again = Replicator(pool: fixture.pool, store: fixture.target, configuration: fixture.configuration)
+        try await again.syncNow()
+        let status = await again.status
+        #expect(status.generation != first.generation)
+        #expect(try await fixture.restoredBytes(.latest) == (try fixture.checkpointedCopy()))
+        let restored = fixture.directory.path("restored-rows.db")
+        _ = try await fixture.replica.restore(to: restored, at: .latest)
+        let rows = try Connection(path: restored, key: fixture.key, settings: fixture.settings)
+        #expect(try rows.scalar("SELECT count(*) FROM note", as: Int.self) == 40 + 9 + 2 + 1)
+        rows.close()
+        try await again.stop()
+        await fixture.close()
+    }
+
     @Test("while the replicator runs, another connection's checkpoint copies nothing it has not shipped into the main file")
     func pinHoldsCheckpointsBack() async throws {
         let fixture = try ReplicationFixture()

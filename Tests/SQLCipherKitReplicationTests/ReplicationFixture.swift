@@ -33,6 +33,8 @@ final class ReplicationFixture: Sendable {
     /// The store the replicator ships to and restores read from.
     let target: any ReplicaStore
     let clock = TestClock()
+    /// The replicator's configuration (a second replicator of the test gets the same).
+    let configuration: ReplicatorConfiguration
     let replicator: Replicator
     private let nextRow = Mutex(1)
 
@@ -55,6 +57,7 @@ final class ReplicationFixture: Sendable {
         var configuration = ReplicatorConfiguration(
             snapshotInterval: nil, retention: nil, now: { clock.now })
         configure(&configuration)
+        self.configuration = configuration
         replicator = Replicator(pool: pool, store: target, configuration: configuration)
     }
 
