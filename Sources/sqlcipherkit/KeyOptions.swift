@@ -128,6 +128,31 @@ struct KeyOptions: KeySourceOptions {
     func validate() throws { try validateSources() }
 }
 
+/// The key of the database the shell opens: `--key-file` and `--key-env`. The shell reads its statements from
+/// standard input, so `--key-stdin` is not in its help; given anyway, it is parsed only to be refused with advice
+/// (``ShellCommand/validate()``) instead of an unknown-option error.
+struct ShellKeyOptions: KeySourceOptions {
+    static let optionPrefix = "key"
+    static let keyName = "the database key"
+
+    @Option(
+        name: .customLong("key-file"),
+        help: ArgumentHelp(
+            "Key file (mode 0600): x'<64 hex>' raw key, x'<96 hex>' raw key with salt, or a passphrase.",
+            valueName: "path"))
+    var files: [String] = []
+
+    @Option(
+        name: .customLong("key-env"),
+        help: ArgumentHelp("Environment variable holding the key (key-file format).", valueName: "name"))
+    var environmentVariables: [String] = []
+
+    @Flag(name: .customLong("key-stdin"), help: ArgumentHelp(visibility: .hidden))
+    var readsStandardInput = false
+
+    func validate() throws { try validateSources() }
+}
+
 /// The key a database gets.
 struct NewKeyOptions: KeySourceOptions {
     static let optionPrefix = "new-key"

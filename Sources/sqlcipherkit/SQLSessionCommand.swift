@@ -4,8 +4,9 @@ import SQLCipherKit
 /// `exec` and `shell`: commands that open one database to run SQL on it, with the same rules for the key, a
 /// plaintext database, a missing file and ATTACH without a key.
 protocol SQLSessionCommand: OperatorCommand {
+    associatedtype Key: KeySourceOptions
     var database: String { get }
-    var key: KeyOptions { get }
+    var key: Key { get }
     var cipher: CipherOptions { get }
     var plaintext: Bool { get }
     var create: Bool { get }

@@ -256,6 +256,13 @@ struct ShellScriptTests {
         let failed = try f.shell("SELECT nosuch;\n", ["--json"])
         #expect(failed.status == 1 && jsonEnvelope(failed)?["ok"] as? Bool == false, "\(failed)")
         #expect(parsingStatus(["shell", f.database, "--key-stdin"]) == .usage)
+        let advice = try runSubprocess(["shell", f.database, "--key-stdin"], in: f.scratch)
+        #expect(advice.status == 2 && advice.standardError.contains("give the key with --key-file or --key-env"))
+        // Its help lists only the key options the shell takes (exec's lists --key-stdin).
+        let help = try runSubprocess(["shell", "--help"], in: f.scratch)
+        #expect(help.status == 0 && help.standardOutput.contains("--key-file"), "\(help)")
+        #expect(!help.standardOutput.contains("--key-stdin"), "\(help)")
+        #expect(try runSubprocess(["exec", "--help"], in: f.scratch).standardOutput.contains("--key-stdin"))
         #expect(parsingStatus(["shell", f.database, "--key-file", f.keyPath, "--json", "--mode", "csv"]) == .usage)
         let missing = try runSubprocess(
             ["shell", "missing.db", "--key-file", f.keyPath], standardInput: Array("SELECT 1;".utf8), in: f.scratch)

@@ -43,7 +43,7 @@ struct ShellCommand: SQLSessionCommand {
     var database: String
 
     @OptionGroup(title: "Key")
-    var key: KeyOptions
+    var key: ShellKeyOptions
 
     @OptionGroup(title: "Cipher settings (advanced)", visibility: .hidden)
     var cipher: CipherOptions
