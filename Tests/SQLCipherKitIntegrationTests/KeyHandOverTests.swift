@@ -3,7 +3,6 @@ import Foundation
 import Logging
 import SQLCipherKit
 import SQLCipherKitServices
-import Synchronization
 import Testing
 
 /// The live hand-over of a new key to a `DatabaseService`, step by step: a key handed over during a hand-over, a
@@ -64,11 +63,11 @@ struct KeyHandOverTests {
         let pending = keyFile + ".next"
         // The second operator's `mv` lands exactly between the read of the first key and its rekey: the service
         // says (in its log) when it recorded the key it read.
-        let log = CapturingLog { message in
+        let log = LogLines { message in
             guard message == "recorded the key being handed over; rekeying" else { return }
             try? writeKeyFile(Self.keyTexts[2], to: pending)
         }
-        let service = try DatabaseService(path: path, keyFile: keyFile, configuration: Self.configuration(log.logger))
+        let service = try DatabaseService(path: path, keyFile: keyFile, configuration: Self.configuration(log.logger()))
         defer { service.pool.close() }
 
         try writeKeyFile(Self.keyTexts[1], to: pending)
@@ -79,7 +78,7 @@ struct KeyHandOverTests {
         #expect(!FileManager.default.fileExists(atPath: service.rotatingKeyFile))
         #expect(try await service.pool.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) } == 50)
 
-        log.action = nil
+        log.onMessage = nil
         #expect(try await service.rotateIfPending())
         #expect(Self.text(keyFile) == Self.keyTexts[2] + "\n")
         #expect(Self.keysOpening(path) == [2])
@@ -101,8 +100,8 @@ struct KeyHandOverTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let (path, keyFile) = try Self.makeDatabase(in: directory)
-        let log = CapturingLog()
-        let service = try DatabaseService(path: path, keyFile: keyFile, configuration: Self.configuration(log.logger))
+        let log = LogLines()
+        let service = try DatabaseService(path: path, keyFile: keyFile, configuration: Self.configuration(log.logger()))
         defer { service.pool.close() }
         let peer = try PeerProcess(database: path, rawKeyText: Self.keyTexts[0])
         defer { peer.stop() }
@@ -237,8 +236,8 @@ struct KeyHandOverTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let (path, keyFile) = try Self.makeDatabase(in: directory)
-        let log = CapturingLog()
-        let service = try DatabaseService(path: path, keyFile: keyFile, configuration: Self.configuration(log.logger))
+        let log = LogLines()
+        let service = try DatabaseService(path: path, keyFile: keyFile, configuration: Self.configuration(log.logger()))
         defer { service.pool.close() }
         #expect(try await service.pool.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) } == 50)
 
@@ -263,47 +262,4 @@ struct KeyHandOverTests {
     }
 }
 
-/// A log handler that keeps every message, and runs an action on the thread that logs one (a deterministic hook
-/// into the code under test).
-final class CapturingLog: Sendable {
-    private let state = Mutex<(messages: [String], action: (@Sendable (String) -> Void)?)>(([], nil))
-
-    init(action: (@Sendable (String) -> Void)? = nil) {
-        state.withLock { $0.action = action }
-    }
-
-    var messages: [String] { state.withLock { $0.messages } }
-
-    var action: (@Sendable (String) -> Void)? {
-        get { state.withLock { $0.action } }
-        set { state.withLock { $0.action = newValue } }
-    }
-
-    var logger: Logger {
-        Logger(label: "capturing") { [self] _ in Handler(log: self) }
-    }
-
-    fileprivate func record(_ message: String) {
-        let action = state.withLock { state in
-            state.messages.append(message)
-            return state.action
-        }
-        action?(message)
-    }
-
-    private struct Handler: LogHandler {
-        let log: CapturingLog
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            log.record("\(event.message)")
-        }
-    }
-}
 #endif

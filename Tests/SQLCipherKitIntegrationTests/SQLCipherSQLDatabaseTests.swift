@@ -4,7 +4,6 @@ import Logging
 import SQLCipherKit
 import SQLCipherKitSQLKit
 import SQLKit
-import Synchronization
 import Testing
 
 @Suite("The SQLKit driver over DatabasePool")
@@ -86,9 +85,8 @@ struct SQLCipherSQLDatabaseTests {
         defer { directory.remove() }
         let pool = try DatabasePool(path: directory.path("v.db"), keyProvider: .fixed(TestKeys.raw))
         defer { pool.close() }
-        let lines = LogCapture()
-        var logger = Logger(label: "capture") { _ in lines }
-        logger.logLevel = .trace
+        let lines = LogLines()
+        let logger = lines.logger("capture")
         let sql = SQLCipherSQLDatabase(pool: pool, logger: logger, queryLogLevel: .info)
         try await sql.create(table: "v").column("d", type: .real).column("u", type: .text).column("b", type: .int)
             .column("j", type: .text).column("s", type: .text).run()
@@ -112,18 +110,4 @@ struct SQLCipherSQLDatabaseTests {
     }
 }
 
-/// Collects log lines.
-final class LogCapture: LogHandler, @unchecked Sendable {
-    private let lines = Mutex<[String]>([])
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-    func log(event: LogEvent) {
-        lines.withLock { $0.append("\(event.message) \(event.metadata ?? [:])") }
-    }
-    var text: String { lines.withLock { $0.joined(separator: "\n") } }
-}
 #endif

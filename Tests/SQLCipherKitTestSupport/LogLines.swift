@@ -3,14 +3,32 @@ import Logging
 /// Log lines kept in memory, for a test that reads what was logged (and checks that no secret was).
 ///
 /// Each line is the level, the message, the metadata (the logger's merged with the event's, sorted by key) and the
-/// event's error, if any.
+/// event's error, if any. ``onMessage``, when set, runs on the thread that logs, with the message alone: a
+/// deterministic hook into the code under test (do something exactly when it says it reached a point).
 public final class LogLines: Sendable {
-    private let lines = Shared<[String]>([])
+    private struct State {
+        var lines: [String] = []
+        var messages: [String] = []
+        var onMessage: (@Sendable (String) -> Void)?
+    }
 
-    public init() {}
+    private let state = Shared(State())
+
+    public init(onMessage: (@Sendable (String) -> Void)? = nil) {
+        state.withLock { $0.onMessage = onMessage }
+    }
 
     /// Every line so far, in order.
-    public var all: [String] { lines.withLock { $0 } }
+    public var all: [String] { state.withLock { $0.lines } }
+
+    /// Every message so far (without level and metadata), in order.
+    public var messages: [String] { state.withLock { $0.messages } }
+
+    /// Runs on the logging thread for each message from now on; `nil` for none.
+    public var onMessage: (@Sendable (String) -> Void)? {
+        get { state.withLock { $0.onMessage } }
+        set { state.withLock { $0.onMessage = newValue } }
+    }
 
     /// Every line so far, joined by line breaks.
     public var text: String { all.joined(separator: "\n") }
@@ -22,8 +40,13 @@ public final class LogLines: Sendable {
         return logger
     }
 
-    fileprivate func append(_ line: String) {
-        lines.withLock { $0.append(line) }
+    fileprivate func append(_ line: String, message: String) {
+        let hook = state.withLock { state in
+            state.lines.append(line)
+            state.messages.append(message)
+            return state.onMessage
+        }
+        hook?(message)
     }
 
     private struct Handler: LogHandler {
@@ -40,7 +63,7 @@ public final class LogLines: Sendable {
             let all = metadata.merging(event.metadata ?? [:]) { $1 }
             let shown = all.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
             let error = event.error.map { " error=\($0)" } ?? ""
-            lines.append("\(event.level) \(event.message) \(shown)\(error)")
+            lines.append("\(event.level) \(event.message) \(shown)\(error)", message: "\(event.message)")
         }
     }
 }

@@ -269,8 +269,8 @@ struct ConcurrencyTests {
     @Test("logs record opens, failures and rekeys without key material or bound values")
     func logging() throws {
         let dir = try TemporaryDirectory()
-        let records = LogRecords()
-        let logger = Logger(label: "test") { _ in records.handler() }
+        let records = LogLines()
+        let logger = records.logger()
         var options = OpenOptions(logger: logger)
         options.logger?.logLevel = .trace
         let pool = try DatabasePool(path: dir.path("log.db"), keyProvider: .fixed(TestKeys.passphrase),
@@ -287,7 +287,7 @@ struct ConcurrencyTests {
         try connection.exportEncrypted(to: dir.path("log-export.db"), key: TestKeys.passphrase)
         try connection.restore(fromPath: dir.path("log-backup.db"))
         try connection.rekey(to: TestKeys.passphrase)
-        let lines = records.lines
+        let lines = records.all
         for message in ["opened", "rekeyed", "open failed", "backed up", "exported", "restored"] {
             #expect(lines.contains { $0.contains(message) }, "no \(message) line")
         }
@@ -304,27 +304,3 @@ final class SharedCounter: Sendable {
     func increment() { storage.add(1, ordering: .sequentiallyConsistent) }
 }
 
-/// Collects log lines (message and metadata) from every logger that uses it.
-final class LogRecords: Sendable {
-    private let storage = Shared<[String]>([])
-
-    var lines: [String] { storage.withLock { $0 } }
-
-    func handler() -> some LogHandler { Handler(records: self) }
-
-    struct Handler: LogHandler {
-        let records: LogRecords
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            let line = "\(event.level) \(event.message) \(event.metadata ?? [:])"
-            records.storage.withLock { $0.append(line) }
-        }
-    }
-}

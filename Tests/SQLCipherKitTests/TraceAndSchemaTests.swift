@@ -23,8 +23,8 @@ struct TraceAndSchemaTests {
 
         // Everything traced, bound values included, while keys travel: attach, export, rekey.
         events.removeAll()
-        let records = LogRecords()
-        let logger = Logger(label: "trace") { _ in records.handler() }
+        let records = LogLines()
+        let logger = records.logger("trace")
         try db.attach(dir.path("other.db"), as: "other", encryption: .key(TestKeys.otherPassphrase))
         try db.detach("other")
         try db.exportEncrypted(to: dir.path("export.db"), key: TestKeys.otherPassphrase)
@@ -33,8 +33,8 @@ struct TraceAndSchemaTests {
         try db.rekey(to: TestKeys.raw)
         try db.execute("SELECT count(*) FROM t")
         #expect(!events.isEmpty)
-        #expect(!records.lines.isEmpty)
-        for text in events.map(\.description) + events.compactMap(\.expandedSQL) + records.lines {
+        #expect(!records.all.isEmpty)
+        for text in events.map(\.description) + events.compactMap(\.expandedSQL) + records.all {
             #expect(!text.contains(TestKeys.sentinel), "\(text)")
             #expect(!text.contains("7f3a9c01"), "\(text)")
         }
