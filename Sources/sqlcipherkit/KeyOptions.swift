@@ -105,11 +105,8 @@ func validateOneStandardInputKey(_ groups: any KeySourceOptions...) throws {
 
 // MARK: - Option groups
 
-/// The key that opens the database now.
-struct KeyOptions: KeySourceOptions {
-    static let optionPrefix = "key"
-    static let keyName = "the database key"
-
+/// `--key-file` and `--key-env`, the key sources of ``KeyOptions`` and ``ShellKeyOptions``.
+struct KeyFileAndEnvironmentOptions: ParsableArguments {
     @Option(
         name: .customLong("key-file"),
         help: ArgumentHelp(
@@ -121,9 +118,20 @@ struct KeyOptions: KeySourceOptions {
         name: .customLong("key-env"),
         help: ArgumentHelp("Environment variable holding the key (key-file format).", valueName: "name"))
     var environmentVariables: [String] = []
+}
+
+/// The key that opens the database now.
+struct KeyOptions: KeySourceOptions {
+    static let optionPrefix = "key"
+    static let keyName = "the database key"
+
+    @OptionGroup var sources: KeyFileAndEnvironmentOptions
 
     @Flag(name: .customLong("key-stdin"), help: "Read the key from standard input (key-file format).")
     var readsStandardInput = false
+
+    var files: [String] { sources.files }
+    var environmentVariables: [String] { sources.environmentVariables }
 
     func validate() throws { try validateSources() }
 }
@@ -132,23 +140,16 @@ struct KeyOptions: KeySourceOptions {
 /// standard input, so `--key-stdin` is not in its help; given anyway, it is parsed only to be refused with advice
 /// (``ShellCommand/validate()``) instead of an unknown-option error.
 struct ShellKeyOptions: KeySourceOptions {
-    static let optionPrefix = "key"
-    static let keyName = "the database key"
+    static let optionPrefix = KeyOptions.optionPrefix
+    static let keyName = KeyOptions.keyName
 
-    @Option(
-        name: .customLong("key-file"),
-        help: ArgumentHelp(
-            "Key file (mode 0600): x'<64 hex>' raw key, x'<96 hex>' raw key with salt, or a passphrase.",
-            valueName: "path"))
-    var files: [String] = []
-
-    @Option(
-        name: .customLong("key-env"),
-        help: ArgumentHelp("Environment variable holding the key (key-file format).", valueName: "name"))
-    var environmentVariables: [String] = []
+    @OptionGroup var sources: KeyFileAndEnvironmentOptions
 
     @Flag(name: .customLong("key-stdin"), help: ArgumentHelp(visibility: .hidden))
     var readsStandardInput = false
+
+    var files: [String] { sources.files }
+    var environmentVariables: [String] { sources.environmentVariables }
 
     func validate() throws { try validateSources() }
 }
