@@ -77,16 +77,16 @@ enum PoolBenchmark {
         return checksum
     }
 
-    /// The same lookups through the C API: BEGIN DEFERRED, the SELECT, COMMIT, each prepared once.
+    /// The same lookups through the C API: BEGIN DEFERRED, the SELECT, COMMIT, each prepared once per call.
     @inline(never)
-    static func rawPointReads(_ raw: RawConnection) throws -> Int64 {
+    static func rawPointReads(_ raw: RawConnection, seed: Int = 7, count: Int = pointReadCount) throws -> Int64 {
         let begin = try raw.prepare("BEGIN DEFERRED TRANSACTION")
         let select = try raw.prepare(lookupSQL)
         let commit = try raw.prepare("COMMIT TRANSACTION")
         defer { for statement in [begin, select, commit] { sqlite3_finalize(statement) } }
-        var picker = RowPicker(seed: 7)
+        var picker = RowPicker(seed: seed)
         var checksum: Int64 = 0
-        for _ in 0..<pointReadCount {
+        for _ in 0..<count {
             let id = picker.next()
             guard sqlite3_step(begin) == SQLITE_DONE else { throw BenchmarkError.mismatch("BEGIN failed") }
             sqlite3_reset(begin)

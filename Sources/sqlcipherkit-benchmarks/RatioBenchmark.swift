@@ -374,25 +374,9 @@ enum RatioBenchmark {
         return checksum
     }
 
-    /// The same lookups through the C API: BEGIN DEFERRED, the SELECT, COMMIT, each prepared once per pass.
+    /// The same lookups through the C API (``PoolBenchmark/rawPointReads(_:seed:count:)``), prepared once per pass.
     static func rawPointReads(_ raw: RawConnection, seed: Int, count: Int) throws -> Int64 {
-        let begin = try raw.prepare("BEGIN DEFERRED TRANSACTION")
-        let select = try raw.prepare(PoolBenchmark.lookupSQL)
-        let commit = try raw.prepare("COMMIT TRANSACTION")
-        defer { for statement in [begin, select, commit] { sqlite3_finalize(statement) } }
-        var picker = PoolBenchmark.RowPicker(seed: seed)
-        var checksum: Int64 = 0
-        for _ in 0..<count {
-            let id = picker.next()
-            guard sqlite3_step(begin) == SQLITE_DONE else { throw BenchmarkError.mismatch("BEGIN failed") }
-            sqlite3_reset(begin)
-            sqlite3_bind_int64(select, 1, Int64(id))
-            if sqlite3_step(select) == SQLITE_ROW { checksum &+= sqlite3_column_int64(select, 0) }
-            sqlite3_reset(select)
-            guard sqlite3_step(commit) == SQLITE_DONE else { throw BenchmarkError.mismatch("COMMIT failed") }
-            sqlite3_reset(commit)
-        }
-        return checksum
+        try PoolBenchmark.rawPointReads(raw, seed: seed, count: count)
     }
 
     /// Threads of their own, started once and kept for every pass: a pass does not pay for starting threads, and
