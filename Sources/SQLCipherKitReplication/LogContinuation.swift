@@ -17,7 +17,7 @@ enum LogContinuation: Equatable {
     ///   - shipped: The position after the last frame shipped (or, for an exact snapshot, where the main file is);
     ///     `nil` when the generation has no log yet.
     ///   - expectsRestart: Everything in the shipped log was checkpointed by the replicator itself: the restarted
-    ///     log (salt-1 and checkpoint sequence plus one) continues the generation.
+    ///     log (salt-1 plus one, ``WALPosition/isRestarted(as:)``) continues the generation.
     ///   - needsHeader: The shipped log's header is not in the replica yet (a generation whose snapshot did not
     ///     record a log position).
     static func decide(
@@ -38,9 +38,8 @@ enum LogContinuation: Equatable {
             return .from(WALPosition(start: header), includesHeader: true)
         }
         return .broken(
-            "the write-ahead log was restarted (checkpoint sequence \(shipped.checkpointSequence) →"
-                + " \(header.checkpointSequence)) by a checkpoint the replicator did not run, before its frames were"
-                + " shipped")
+            "the write-ahead log was restarted (salt-1 \(shipped.salt1) → \(header.salt1)) by a checkpoint the"
+                + " replicator did not run, before its frames were shipped")
     }
 }
 #endif

@@ -39,9 +39,16 @@ struct WALPosition: Hashable, Sendable, Codable {
             && other.pageSize == pageSize
     }
 
-    /// Whether `header` is the log SQLite starts after a complete checkpoint of this one.
+    /// Whether `header` is the log SQLite starts after a complete checkpoint of this one: salt-1 plus one, the
+    /// same page size.
+    ///
+    /// The checkpoint sequence is not compared. SQLite writes into a new log's header the count kept by the
+    /// connection that restarts the log, and a connection learns the count from the file only when it is the one
+    /// that recovered the log. So another connection (the writer of a process started after a crash, a second pool)
+    /// restarts a log with sequence 1 whatever the log before had. Salt-1 comes from the header all connections
+    /// share, and every restart adds exactly one to it.
     func isRestarted(as header: WALFormat.Header) -> Bool {
-        header.salt1 == salt1 &+ 1 && header.checkpointSequence == checkpointSequence &+ 1 && header.pageSize == pageSize
+        header.salt1 == salt1 &+ 1 && header.pageSize == pageSize
     }
 
     /// The header fields needed to check frames against (its checksum is not kept: `checksum` is where checking goes

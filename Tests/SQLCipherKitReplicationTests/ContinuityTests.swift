@@ -113,6 +113,27 @@ struct ContinuityTests {
         await fixture.close()
     }
 
+    @Test("a log restarted by another connection (whose header says checkpoint sequence 1) continues the generation")
+    func restartByAnotherConnection() async throws {
+        let fixture = try ReplicationFixture { $0.checkpointFrameCount = 1 }
+        let first = try await shipTwoLogs(fixture)  // the pool's writer restarted the log once: sequence 1 or more
+        // A second pool on the file: its writer did not recover the log, so the restart it makes writes sequence 1.
+        let other = try DatabasePool(
+            path: fixture.databasePath, keyProvider: .fixed(fixture.key),
+            configuration: DatabasePool.Configuration(settings: fixture.settings))
+        try await other.write { db in
+            try db.execute("INSERT INTO note(id, body) VALUES (1000, ?)", String(repeating: plaintextMarker, count: 4))
+        }
+        let header = try #require(try ReadOnlyFile(path: fixture.databasePath + "-wal").flatMap(WALReader.header))
+        #expect(header.checkpointSequence == 1)
+        let status = try await fixture.sync()
+        #expect(status.generation == first.generation)
+        #expect(status.lastIndex == 2)
+        #expect(try await fixture.restoredBytes(.latest) == (try fixture.checkpointedCopy()))
+        other.close()
+        await fixture.close()
+    }
+
     @Test("the old log went on past the last shipped frame before SQLite restarted it: a new generation, nothing lost")
     func refusesRestartAfterUnshippedFrames() async throws {
         let fixture = try ReplicationFixture { $0.checkpointFrameCount = 1 }
