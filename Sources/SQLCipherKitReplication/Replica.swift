@@ -184,7 +184,7 @@ struct FrameApplier {
             var running: WALPosition
             if startsLog {
                 guard let header = WALFormat.Header(buffer) else { throw Problem(reason: "its log header is not valid") }
-                if let position, !position.isRestarted(as: header) {
+                if let position, !position.isRestarted(as: header), !position.isStart(of: header) {
                     throw Problem(reason: "its log is not the restart of the log before it")
                 }
                 running = WALPosition(start: header)

@@ -51,6 +51,13 @@ struct WALPosition: Hashable, Sendable, Codable {
         header.salt1 == salt1 &+ 1 && header.pageSize == pageSize
     }
 
+    /// Whether this position is the start of the log `header` begins (before its first frame): a segment that
+    /// starts that log continues from here. An exact snapshot taken while the replicator stood at the start of a new
+    /// log whose header it had not shipped yet records such a position.
+    func isStart(of header: WALFormat.Header) -> Bool {
+        frame == 0 && isIn(header) && checksum == header.checksum
+    }
+
     /// The header fields needed to check frames against (its checksum is not kept: `checksum` is where checking goes
     /// on from).
     var frameCheck: (salt1: UInt32, salt2: UInt32, pageSize: Int, isBigEndian: Bool) {

@@ -8,7 +8,8 @@ import Testing
 /// Random histories of what can happen to a replicated database, each from a seed (a failure names its seed and
 /// step, and replays): writes through the replicated pool and through a second pool (whose writer restarts the log
 /// with a checkpoint sequence of its own), checkpoints by that second pool, a reader of another connection held
-/// across syncs and kills, the replicator killed and a new one started (``Replicator/closeAsIfKilled()``), syncs.
+/// across syncs and kills, the replicator killed and a new one started (``Replicator/closeAsIfKilled()``), syncs
+/// (a snapshot falls due every third).
 /// After every sync the replica's newest point, restored, must be the source byte for byte: whether the replicator
 /// went on with the generation (the continuity rules) or started a new one.
 @Suite("Generations and continuity: random histories")
@@ -30,7 +31,10 @@ struct ContinuityHistoryTests {
         "every sync of a random history restores to the source, byte for byte", arguments: UInt64(1)...UInt64(24))
     func randomHistory(seed: UInt64) async throws {
         var random = SeededGenerator(state: seed)
-        let fixture = try ReplicationFixture { $0.checkpointFrameCount = 3 }
+        let fixture = try ReplicationFixture {
+            $0.checkpointFrameCount = 3
+            $0.snapshotInterval = .seconds(3)
+        }
         let other = try DatabasePool(
             path: fixture.databasePath, keyProvider: .fixed(fixture.key),
             configuration: DatabasePool.Configuration(settings: fixture.settings))

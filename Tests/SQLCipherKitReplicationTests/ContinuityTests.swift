@@ -134,6 +134,44 @@ struct ContinuityTests {
         await fixture.close()
     }
 
+    @Test("resumed at the start of a restarted log with no commit in it yet: the exact snapshot taken there restores onward")
+    func snapshotAtStartOfUnshippedLog() async throws {
+        let fixture = try ReplicationFixture {
+            $0.checkpointFrameCount = 1
+            $0.snapshotInterval = .seconds(5)
+        }
+        let body = String(repeating: "long row ", count: 340)
+        for id in 1...60 {  // a long first log: its frames stay in the slots past the shorter logs after it
+            try await fixture.pool.write { db in try db.execute("INSERT INTO note(id, body) VALUES (?, ?)", id, body) }
+        }
+        try await fixture.sync()
+        for id in 61...80 {
+            try await fixture.pool.write { db in try db.execute("INSERT INTO note(id, body) VALUES (?, ?)", id, body) }
+        }
+        let first = try await fixture.sync()  // shipped, then checkpointed whole
+        await fixture.replicator.closeAsIfKilled()
+        // Another connection's transaction spills pages to the log before it commits: SQLite restarts the log and
+        // writes frames with no commit among them.
+        let spiller = try Connection(path: fixture.databasePath, key: fixture.key, settings: fixture.settings)
+        try spiller.execute("PRAGMA cache_size = 2")
+        try spiller.execute("BEGIN IMMEDIATE")
+        try spiller.execute("INSERT INTO note(id, body) VALUES (81, ?), (82, ?)", body, body)
+        fixture.clock.advance(seconds: 10)  // a snapshot is due
+        let again = Replicator(pool: fixture.pool, store: fixture.target, configuration: fixture.configuration)
+        try await again.syncNow()
+        #expect(await again.status.generation == first.generation)
+        try spiller.execute("COMMIT")
+        spiller.close()
+        fixture.clock.advance(seconds: 1)
+        try await again.syncNow()
+        let catalog = try await fixture.replica.catalog()
+        #expect(catalog.generations.count == 1)
+        #expect(catalog.generations.last?.snapshots.last?.index == first.lastIndex)
+        #expect(try await fixture.restoredBytes(.latest) == (try fixture.checkpointedCopy()))
+        try await again.stop()
+        await fixture.close()
+    }
+
     @Test("the old log went on past the last shipped frame before SQLite restarted it: a new generation, nothing lost")
     func refusesRestartAfterUnshippedFrames() async throws {
         let fixture = try ReplicationFixture { $0.checkpointFrameCount = 1 }

@@ -7,6 +7,35 @@ import Testing
 
 @Suite("Reading the write-ahead log without a key")
 struct WALReaderTests {
+    @Test("restore applies a segment that starts the log it stands at the start of, and refuses one of another log")
+    func segmentStartingTheLogOfThePosition() throws {
+        try withTemporaryDirectory { folder in
+            let key = try EncryptionKey.generateRaw()
+            let writer = try Connection(path: folder.path("notes.db"), key: key)
+            _ = try writer.scalar("PRAGMA journal_mode = WAL", as: String.self)
+            try writer.execute("PRAGMA wal_autocheckpoint = 0")
+            try writer.execute("CREATE TABLE t(x TEXT)")
+            try writer.execute("INSERT INTO t VALUES ('y')")
+            let segment = try fileBytes(folder.path("notes.db-wal"))
+            let header = try #require(segment.withUnsafeBytes { WALFormat.Header($0) })
+            writer.close()
+            // An exact snapshot taken at the start of this log, before its header was shipped, records this
+            // position; the segment that ships the log from its header follows it.
+            let target = folder.path("restored.db")
+            let descriptor = open(target, O_RDWR | O_CREAT, 0o600)
+            defer { close(descriptor) }
+            var applier = FrameApplier(
+                descriptor: descriptor, path: target, position: WALPosition(start: header), pageSize: header.pageSize)
+            try applier.apply(segment, startsLog: true)
+            #expect(applier.position?.frame ?? 0 > 0)
+            // The start of another log (other salts) is not followed by this segment.
+            var other = WALPosition(start: header)
+            other.salt1 &+= 7
+            var refusing = FrameApplier(descriptor: descriptor, path: target, position: other, pageSize: header.pageSize)
+            #expect(throws: FrameApplier.Problem.self) { try refusing.apply(segment, startsLog: true) }
+        }
+    }
+
     @Test("the committed frames SQLite wrote check out (salts, running checksums) and end at the last commit")
     func committedFrames() throws {
         try withTemporaryDirectory { folder in
