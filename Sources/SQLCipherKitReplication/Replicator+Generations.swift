@@ -179,10 +179,12 @@ extension Replicator {
         generation = ActiveGeneration(
             name: latest.name, nextIndex: lastPoint.index + 1, position: found.position, expectsRestart: false,
             needsLogHeader: found.isRestartedLog, lastSnapshotAt: lastSnapshot.createdAt,
-            lastSnapshotIndex: lastSnapshot.index, lastCheckpointAt: now, frozenAt: nil, pendingSnapshot: nil, pendingSnapshotIndex: nil)
+            lastSnapshotIndex: lastSnapshot.index, lastCheckpointAt: now, frozenAt: nil, pendingSnapshot: nil,
+            pendingSnapshotIndex: nil)
         previousGeneration = latest.name
         logger.info("replication resumed", metadata: [
-            "generation": "\(latest.name)", "index": "\(lastPoint.index)", "logRestartedSince": "\(found.isRestartedLog)",
+            "generation": "\(latest.name)", "index": "\(lastPoint.index)",
+            "logRestartedSince": "\(found.isRestartedLog)",
         ])
     }
 }
