@@ -7,14 +7,19 @@ import Testing
 
 @Suite("Reading the write-ahead log without a key")
 struct WALReaderTests {
+    /// A connection on a new encrypted database in WAL mode, with table `t(x TEXT)` and no automatic checkpoint.
+    static func logWriter(in folder: TemporaryDirectory) throws -> Connection {
+        let writer = try Connection(path: folder.path("notes.db"), key: try EncryptionKey.generateRaw())
+        _ = try writer.scalar("PRAGMA journal_mode = WAL", as: String.self)
+        try writer.execute("PRAGMA wal_autocheckpoint = 0")
+        try writer.execute("CREATE TABLE t(x TEXT)")
+        return writer
+    }
+
     @Test("restore applies a segment that starts the log it stands at the start of, and refuses one of another log")
     func segmentStartingTheLogOfThePosition() throws {
         try withTemporaryDirectory { folder in
-            let key = try EncryptionKey.generateRaw()
-            let writer = try Connection(path: folder.path("notes.db"), key: key)
-            _ = try writer.scalar("PRAGMA journal_mode = WAL", as: String.self)
-            try writer.execute("PRAGMA wal_autocheckpoint = 0")
-            try writer.execute("CREATE TABLE t(x TEXT)")
+            let writer = try Self.logWriter(in: folder)
             try writer.execute("INSERT INTO t VALUES ('y')")
             let segment = try fileBytes(folder.path("notes.db-wal"))
             let header = try #require(segment.withUnsafeBytes { WALFormat.Header($0) })
@@ -39,11 +44,7 @@ struct WALReaderTests {
     @Test("the committed frames SQLite wrote check out (salts, running checksums) and end at the last commit")
     func committedFrames() throws {
         try withTemporaryDirectory { folder in
-            let key = try EncryptionKey.generateRaw()
-            let writer = try Connection(path: folder.path("notes.db"), key: key)
-            _ = try writer.scalar("PRAGMA journal_mode = WAL", as: String.self)
-            try writer.execute("PRAGMA wal_autocheckpoint = 0")
-            try writer.execute("CREATE TABLE t(x TEXT)")
+            let writer = try Self.logWriter(in: folder)
             for _ in 1...3 { try writer.execute("INSERT INTO t VALUES (?)", String(repeating: "y", count: 3000)) }
             let file = try #require(try ReadOnlyFile(path: folder.path("notes.db-wal")))
             let header = try #require(try WALReader.header(of: file))
