@@ -149,13 +149,17 @@ struct ContinuityTests {
             try await fixture.pool.write { db in try db.execute("INSERT INTO note(id, body) VALUES (?, ?)", id, body) }
         }
         let first = try await fixture.sync()  // shipped, then checkpointed whole
+        let logPath = fixture.databasePath + "-wal"
+        let shippedLog = try #require(try ReadOnlyFile(path: logPath).flatMap(WALReader.header))
         await fixture.replicator.closeAsIfKilled()
         // Another connection's transaction spills pages to the log before it commits: SQLite restarts the log and
         // writes frames with no commit among them.
         let spiller = try Connection(path: fixture.databasePath, key: fixture.key, settings: fixture.settings)
         try spiller.execute("PRAGMA cache_size = 2")
         try spiller.execute("BEGIN IMMEDIATE")
-        try spiller.execute("INSERT INTO note(id, body) VALUES (81, ?), (82, ?)", body, body)
+        for id in 81...86 { try spiller.execute("INSERT INTO note(id, body) VALUES (?, ?)", id, body) }
+        let restartedLog = try #require(try ReadOnlyFile(path: logPath).flatMap(WALReader.header))
+        #expect(restartedLog.salt1 == shippedLog.salt1 &+ 1, "the spilled transaction restarted the log")
         fixture.clock.advance(seconds: 10)  // a snapshot is due
         let again = Replicator(pool: fixture.pool, store: fixture.target, configuration: fixture.configuration)
         try await again.syncNow()
