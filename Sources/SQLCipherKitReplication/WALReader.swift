@@ -102,7 +102,11 @@ enum WALReader {
         in file: ReadOnlyFile, header: WALFormat.Header,
         of end: (salt1: UInt32, salt2: UInt32, checksum: WALFormat.Checksum)
     ) throws -> Bool {
-        guard header.salt1 == end.salt1 &+ 1 else { return false }
+        var oldLog = WALPosition(start: header)
+        oldLog.salt1 = end.salt1
+        oldLog.salt2 = end.salt2
+        oldLog.checksum = end.checksum
+        guard oldLog.isRestarted(as: header) else { return false }
         let frameSize = header.frameSize
         let slotCount = max(0, (try file.size() - Int64(WALFormat.headerSize)) / Int64(frameSize))
         let slotsPerRead = max(1, (1 << 20) / frameSize)
@@ -127,10 +131,6 @@ enum WALReader {
         }
         guard let found, found + 1 < slotCount else { return false }
         let next = try file.read(count: frameSize, at: Int64(WALFormat.headerSize) + (found + 1) * Int64(frameSize))
-        var oldLog = WALPosition(start: header)
-        oldLog.salt1 = end.salt1
-        oldLog.salt2 = end.salt2
-        oldLog.checksum = end.checksum
         return next.count == frameSize && next.withUnsafeBytes { WALFormat.validate(frame: $0, at: oldLog) } == nil
     }
 

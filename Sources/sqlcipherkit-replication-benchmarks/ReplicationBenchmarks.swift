@@ -53,9 +53,8 @@ struct ReplicationBenchmarks {
             let replicated = round % 2 == 1
             let path = directory + "/round\(round)"
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-            let service = try makeService(
-                in: path, replication: replicated ? .init(store: try folderStore(path + "/replica"))
-                    : nil)
+            let store = replicated ? try folderStore(path + "/replica") : nil
+            let service = try makeService(in: path, replication: store.map { .init(store: $0) })
             let serving = Task { try await service.run() }
             try await service.pool.write { db in try db.execute("CREATE TABLE note(id INTEGER PRIMARY KEY, body TEXT)") }
             if let replicator = service.replicator { try await replicator.syncNow() }
@@ -69,6 +68,7 @@ struct ReplicationBenchmarks {
             serving.cancel()
             _ = try? await serving.value
             try? FileManager.default.removeItem(atPath: path)
+            if let store { try? FileManager.default.removeItem(atPath: store.root) }  // under --store-folder
         }
         let medianOff = median(off)
         let medianOn = median(on)
@@ -106,6 +106,7 @@ struct ReplicationBenchmarks {
         try await service.replicator?.syncNow()
         serving.cancel()
         _ = try? await serving.value
+        try? FileManager.default.removeItem(atPath: store.inner.root)  // under --store-folder
         let segments = store.segments.sorted { $0.readAt < $1.readAt }
         var lags: [Double] = []
         var unmatched = 0

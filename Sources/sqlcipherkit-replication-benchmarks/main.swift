@@ -23,6 +23,9 @@ func option(_ name: String, _ fallback: String) -> String {
 
 func intOption(_ name: String, _ fallback: Int) -> Int { Int(option(name, "\(fallback)")) ?? fallback }
 
+/// The value after `--name`, or `nil` when the option is not given.
+func optionalOption(_ name: String) -> String? { arguments.contains("--" + name) ? option(name, "") : nil }
+
 LoggingSystem.bootstrap { label in
     var handler = StreamLogHandler.standardError(label: label)
     handler.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
@@ -43,9 +46,8 @@ do {
         let benchmarks = ReplicationBenchmarks(
             folder: option("folder", NSTemporaryDirectory()), megabytes: intOption("megabytes", 1024),
             seconds: intOption("seconds", 20), rate: intOption("rate", 1000), writes: intOption("writes", 5000),
-            replicaURL: arguments.contains("--replica") ? option("replica", "") : nil,
-            endpoint: arguments.contains("--endpoint") ? option("endpoint", "") : nil,
-            storeFolder: arguments.contains("--store-folder") ? option("store-folder", "") : nil)
+            replicaURL: optionalOption("replica"), endpoint: optionalOption("endpoint"),
+            storeFolder: optionalOption("store-folder"))
         try await benchmarks.run(mode)
     default:
         FileHandle.standardError.write(Data("unknown mode \(mode); see the comment at the top of main.swift\n".utf8))

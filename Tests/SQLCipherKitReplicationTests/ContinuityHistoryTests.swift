@@ -72,7 +72,7 @@ struct ContinuityHistoryTests {
                 }
             case 6:
                 await replicator.closeAsIfKilled()
-                replicator = Replicator(pool: fixture.pool, store: fixture.target, configuration: fixture.configuration)
+                replicator = fixture.newReplicator()
                 kills += 1
             default:
                 fixture.clock.advance(seconds: 1)

@@ -100,7 +100,7 @@ struct ContinuityTests {
         let first = try await shipTwoLogs(fixture)
         await fixture.replicator.closeAsIfKilled()
         try await fixture.insert(1)  // SQLite restarts the log: salt-1 plus one, written over the first slots
-        let again = Replicator(pool: fixture.pool, store: fixture.target, configuration: fixture.configuration)
+        let again = fixture.newReplicator()
         try await again.syncNow()
         let status = await again.status
         #expect(status.generation == first.generation)
@@ -161,7 +161,7 @@ struct ContinuityTests {
         let restartedLog = try #require(try ReadOnlyFile(path: logPath).flatMap(WALReader.header))
         #expect(restartedLog.salt1 == shippedLog.salt1 &+ 1, "the spilled transaction restarted the log")
         fixture.clock.advance(seconds: 10)  // a snapshot is due
-        let again = Replicator(pool: fixture.pool, store: fixture.target, configuration: fixture.configuration)
+        let again = fixture.newReplicator()
         try await again.syncNow()
         #expect(await again.status.generation == first.generation)
         try spiller.execute("COMMIT")
@@ -196,7 +196,7 @@ struct ContinuityTests {
         let checkpoint = try await fixture.pool.writeWithoutTransaction { db in try db.checkpoint(.passive) }
         #expect(checkpoint.checkpointedFrameCount == checkpoint.logFrameCount)
         try await fixture.insert(1)  // now SQLite restarts the log: salt-1 plus one, as after the replicator's checkpoint
-        let again = Replicator(pool: fixture.pool, store: fixture.target, configuration: fixture.configuration)
+        let again = fixture.newReplicator()
         try await again.syncNow()
         let status = await again.status
         #expect(status.generation != first.generation)

@@ -63,6 +63,12 @@ final class ReplicationFixture: Sendable {
 
     var replica: Replica { Replica(store: target) }
 
+    /// Another replicator of the pool, to the same store with the same configuration: the one a process started
+    /// again after ``Replicator/closeAsIfKilled()`` would run.
+    func newReplicator() -> Replicator {
+        Replicator(pool: pool, store: target, configuration: configuration)
+    }
+
     /// Inserts `count` rows (each a few hundred bytes of marker text) in one transaction.
     func insert(_ count: Int) async throws {
         let first = nextRow.withLock { value -> Int in
