@@ -139,7 +139,8 @@ extension Connection {
     /// them each time, then hashing their SQL to find them in the statement cache, showed in the pool benchmark).
     private func runTransactionStatement(_ which: TransactionStatement) throws {
         if let statement = statementCache.transactionStatements[which.rawValue], !statement.isBusy {
-            return try statement.run()
+            // Not busy and without parameters: nothing to reset or bind (`run()` would check both again).
+            return try statement.runToCompletion()
         }
         let statement = try prepare(which.sql)
         statementCache.transactionStatements[which.rawValue] = statement
