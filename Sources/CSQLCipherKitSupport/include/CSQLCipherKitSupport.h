@@ -58,4 +58,17 @@ long long CSQLCipherKitSupport_overlayMemoryHighWater(const CSQLCipherKitSupport
 /// nothing and returns -1; otherwise 0.
 int CSQLCipherKitSupport_overlayDestroy(CSQLCipherKitSupport_Overlay *overlay);
 
+/// The pools and queues of SQLCipherKit the calling thread runs blocks for, innermost last: SQLCipherKit refuses
+/// re-entrant use of a pool from inside its own blocks with them (it would deadlock). Marks nest (a block of one
+/// pool may use another); the 32 outermost of a thread are kept, deeper ones are counted but not checked.
+
+/// Marks the calling thread as running a block for `owner`; pair it with CSQLCipherKitSupport_popOwner.
+void CSQLCipherKitSupport_pushOwner(const void *owner);
+
+/// Removes the calling thread's innermost mark.
+void CSQLCipherKitSupport_popOwner(void);
+
+/// 1 when one of the calling thread's marks is for `owner`, else 0.
+int CSQLCipherKitSupport_isMarkedForOwner(const void *owner);
+
 #endif

@@ -1,10 +1,6 @@
+import CSQLCipherKitSupport
 import Dispatch
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// One connection and the serial dispatch queue that is the only place it is used, unless a caller holds it alone.
 ///
@@ -18,23 +14,20 @@ final class SerializedConnection: @unchecked Sendable {
     /// Identifies the pool or queue a block runs for, to refuse re-entrant use (which would deadlock).
     private let owner: ObjectIdentifier
 
-    static let ownerKey = DispatchSpecificKey<ObjectIdentifier>()
-
     init(_ connection: Connection, label: String, owner: ObjectIdentifier) {
         self.connection = connection
         self.owner = owner
         self.queue = DispatchQueue(label: label)
-        queue.setSpecific(key: Self.ownerKey, value: owner)
     }
 
     /// Whether the current thread is running a block of this owner (any of its connections), on a queue or in place.
     static func isRunningInside(_ owner: ObjectIdentifier) -> Bool {
-        DispatchQueue.getSpecific(key: ownerKey) == owner || InPlaceOwner.contains(owner)
+        RunningOwner.isRunning(owner)
     }
 
     /// Runs `body` with the connection, blocking the calling thread until it is done.
     func sync<T>(_ body: (Connection) throws -> T) throws -> T {
-        try queue.sync { try body(connection) }
+        try queue.sync { try RunningOwner.running(owner) { try body(connection) } }
     }
 
     /// Runs `body` with the connection on the calling thread, without going through the queue.
@@ -42,10 +35,9 @@ final class SerializedConnection: @unchecked Sendable {
     /// Only for a caller that holds the connection alone (a reader taken from the coordinator): nothing else can
     /// then use it, so the queue would only add a hand-off. The thread is marked as running for the owner meanwhile,
     /// so re-entrant use is still refused.
+    @inline(__always)
     func withExclusiveAccess<T>(_ body: (Connection) throws -> T) rethrows -> T {
-        let previous = InPlaceOwner.enter(owner)
-        defer { InPlaceOwner.leave(restoring: previous) }
-        return try body(connection)
+        try RunningOwner.running(owner) { try body(connection) }
     }
 
     /// Runs `body` with the connection on the queue and suspends until it is done. A task cancelled before the
@@ -59,7 +51,7 @@ final class SerializedConnection: @unchecked Sendable {
                         continuation.resume(throwing: CancellationError())
                         return
                     }
-                    continuation.resume(with: Result { try body(connection) })
+                    continuation.resume(with: Result { try RunningOwner.running(owner) { try body(connection) } })
                 }
             }
         } onCancel: {
@@ -73,32 +65,27 @@ final class SerializedConnection: @unchecked Sendable {
     }
 }
 
-/// The owner whose connection the current thread is using in place (``SerializedConnection/withExclusiveAccess(_:)``),
-/// kept in a thread-specific slot: the dispatch queue's own marker is not set when no queue runs the block.
-enum InPlaceOwner {
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        let code = pthread_key_create(&key, nil)
-        precondition(code == 0, "pthread_key_create failed (\(code))")
-        return key
-    }()
-
-    static func contains(_ owner: ObjectIdentifier) -> Bool {
-        pthread_getspecific(key) == pointer(owner)
+/// The owners (pools or queues) whose connections the current thread is running blocks for, on one of their queues
+/// or in place (``SerializedConnection/withExclusiveAccess(_:)``), kept in C thread-locals. A block of one pool may
+/// use another, whose block may then try the first again: every enclosing owner is refused, not only the innermost
+/// (the 32 outermost of a thread are kept: deeper nesting of distinct pools is not checked). Read on every read and
+/// write; the dispatch queue's specific plus a pthread key that did this before cost about 300 instructions of each
+/// pool read (issue 23).
+enum RunningOwner {
+    static func isRunning(_ owner: ObjectIdentifier) -> Bool {
+        CSQLCipherKitSupport_isMarkedForOwner(pointer(owner)) != 0
     }
 
-    /// Marks the thread as running for `owner`; returns the previous mark (in-place runs of other pools nest).
-    static func enter(_ owner: ObjectIdentifier) -> UnsafeMutableRawPointer? {
-        let previous = pthread_getspecific(key)
-        pthread_setspecific(key, pointer(owner))
-        return previous
+    /// Runs `body` with the thread marked as running for `owner`, then removes the mark.
+    @inline(__always)
+    static func running<T>(_ owner: ObjectIdentifier, _ body: () throws -> T) rethrows -> T {
+        CSQLCipherKitSupport_pushOwner(pointer(owner))
+        defer { CSQLCipherKitSupport_popOwner() }
+        return try body()
     }
 
-    static func leave(restoring previous: UnsafeMutableRawPointer?) {
-        pthread_setspecific(key, previous)
-    }
-
-    private static func pointer(_ owner: ObjectIdentifier) -> UnsafeMutableRawPointer? {
-        UnsafeMutableRawPointer(bitPattern: UInt(bitPattern: owner))
+    @inline(__always)
+    private static func pointer(_ owner: ObjectIdentifier) -> UnsafeRawPointer? {
+        UnsafeRawPointer(bitPattern: UInt(bitPattern: owner))
     }
 }
