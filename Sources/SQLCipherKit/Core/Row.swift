@@ -17,6 +17,10 @@ public struct Row {
     enum Storage {
         // The cursor, not just its statement: releasing the cursor resets the statement under the row.
         case cursor(RowCursor)
+        /// A row read in place by a call that steps the statement itself and is done with it when it returns
+        /// (``Connection/first(_:_:map:)``, ``Connection/scalar(_:_:as:)``, ``Connection/all(_:_:map:)``): no
+        /// cursor object per call.
+        case statement(Statement)
         case values(CopiedValues)
     }
 
@@ -61,6 +65,15 @@ public struct Row {
         self.columnCount = cursor.columnCount
         self.sqliteStatement = cursor.statement.sqliteStatement
         self.unmanagedStatement = Unmanaged.passUnretained(cursor.statement)
+    }
+
+    /// The statement's current row, read in place (see ``Storage/statement(_:)``).
+    @usableFromInline
+    init(inPlace statement: Statement) {
+        storage = .statement(statement)
+        self.columnCount = statement.columnCount
+        self.sqliteStatement = statement.sqliteStatement
+        self.unmanagedStatement = Unmanaged.passUnretained(statement)
     }
 
     /// Copies the statement's current row.
@@ -146,15 +159,11 @@ public struct Row {
     /// - Throws: ``DatabaseError/connectionClosed`` for a cursor row whose connection has closed.
     public var databaseValues: [DatabaseValue] {
         get throws {
-            switch storage {
-            case .values(let copied):
-                return copied.values
-            case .cursor(let cursor):
-                guard handle.isOpen else { throw DatabaseError.closed(sql: cursor.statement.sql) }
-                let statement = cursor.statement
-                return (0..<CInt(columnCount)).map {
-                    DatabaseValue(sqliteStatement: statement.sqliteStatement, column: $0)
-                }
+            if case .values(let copied) = storage { return copied.values }
+            let statement = statement
+            guard handle.isOpen else { throw DatabaseError.closed(sql: statement.sql) }
+            return (0..<CInt(columnCount)).map {
+                DatabaseValue(sqliteStatement: statement.sqliteStatement, column: $0)
             }
         }
     }
@@ -163,13 +172,9 @@ public struct Row {
     ///
     /// - Throws: ``DatabaseError/connectionClosed`` for a cursor row whose connection has closed.
     public func copy() throws -> Row {
-        switch storage {
-        case .values:
-            return self
-        case .cursor(let cursor):
-            guard handle.isOpen else { throw DatabaseError.closed(sql: cursor.statement.sql) }
-            return Row(copying: cursor.statement, columnCount: columnCount)
-        }
+        if case .values = storage { return self }
+        guard handle.isOpen else { throw DatabaseError.closed(sql: statement.sql) }
+        return Row(copying: statement, columnCount: columnCount)
     }
 
     @usableFromInline
@@ -179,10 +184,10 @@ public struct Row {
 
     @usableFromInline
     func conversionError(_ index: Int, to type: Any.Type) -> DatabaseError {
-        let stored: DatabaseValue = switch storage {
-        case .cursor(let cursor):
-            DatabaseValue(sqliteStatement: cursor.statement.sqliteStatement, column: CInt(index))
-        case .values(let copied): copied.values[index]
+        let stored: DatabaseValue = if case .values(let copied) = storage {
+            copied.values[index]
+        } else {
+            DatabaseValue(sqliteStatement: statement.sqliteStatement, column: CInt(index))
         }
         let name = statement.columnNames[index]
         let reason = stored.isNull ? "NULL cannot be read as non-optional \(type)"
