@@ -83,10 +83,6 @@ final class ReadLockGate: @unchecked Sendable {
         return try body()
     }
 
-    /// A statement that starts the read transaction (it reads the schema table, so SQLite takes the read lock) and
-    /// returns no row.
-    static let startReadSQL = "SELECT 1 FROM sqlite_master LIMIT 0"
-
     /// Runs `body` in a deferred transaction whose start (the read lock) and COMMIT happen with the gate held.
     ///
     /// The snapshot is taken at the start of the read, before `body` runs (without the gate, SQLite takes it at
@@ -95,7 +91,7 @@ final class ReadLockGate: @unchecked Sendable {
         var holdsGate = false
         defer { if holdsGate { unlock() } }
         return try db.transaction(.deferred) {
-            try withLock { try db.cachedStatement(Self.startReadSQL).run() }
+            try withLock { try db.startRead() }
             let result = try body(db)
             // `transaction` runs COMMIT (or, if COMMIT fails, ROLLBACK) right after this returns.
             lock()

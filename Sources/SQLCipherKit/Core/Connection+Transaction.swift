@@ -128,6 +128,12 @@ extension Connection {
         try runTransactionStatement(.rollback)
     }
 
+    /// Takes the read lock of the deferred transaction just begun (a pool's read gate does this while it holds the
+    /// gate), from its own slot: in the statement cache it would alternate with the read's own statement.
+    func startRead() throws {
+        try runTransactionStatement(.startRead)
+    }
+
     private func rollbackIfActive() {
         // SQLite may already have rolled back by itself (SQLITE_FULL, SQLITE_IOERR, SQLITE_BUSY, SQLITE_NOMEM).
         if isInsideTransaction {
@@ -164,9 +170,12 @@ extension String {
     }
 }
 
-/// The statements ``Connection/transaction(_:_:)`` runs, each kept prepared on the connection.
+/// The statements ``Connection/transaction(_:_:)`` runs, and the one a pool's read gate starts a read with, each
+/// kept prepared on the connection.
 enum TransactionStatement: Int, CaseIterable {
     case beginDeferred, beginImmediate, beginExclusive, commit, rollback
+    /// Reads the schema table and returns no row: inside a deferred transaction, it takes the read lock now.
+    case startRead
 
     init(begin kind: TransactionKind) {
         switch kind {
@@ -183,6 +192,7 @@ enum TransactionStatement: Int, CaseIterable {
         case .beginExclusive: "BEGIN EXCLUSIVE TRANSACTION"
         case .commit: "COMMIT TRANSACTION"
         case .rollback: "ROLLBACK TRANSACTION"
+        case .startRead: "SELECT 1 FROM sqlite_master LIMIT 0"
         }
     }
 }

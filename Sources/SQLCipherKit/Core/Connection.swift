@@ -633,48 +633,77 @@ struct StatementCache {
         self.capacity = max(0, capacity)
     }
 
-    /// The entry found or inserted last, and its SQL: a connection that runs the same statement again (a pool
-    /// reader's point lookup, a loop) finds it with one string comparison, which is cheap for the same string,
-    /// instead of hashing the SQL (hashing and the dictionary probe were 700 instructions of a 5,300-instruction
-    /// point read on SQLCipher 4.19, issue 23).
-    private var recentEntry: Entry?
-    private var recentSQL = ""
+    /// The two entries found or inserted last, with their SQL, the latest first: a connection that runs the same
+    /// statement again (a pool reader's point lookup, a loop), or two statements in turn (the read gate's statement
+    /// and the lookup of an async read; a SELECT and an INSERT in a loop), finds them with one or two string
+    /// comparisons, which are cheap for the same string, instead of hashing the SQL (hashing and the dictionary
+    /// probe were 700 instructions of a 5,300-instruction point read on SQLCipher 4.19, issue 23; with one entry,
+    /// an async read that runs in place missed twice, 1,700 instructions).
+    private var latestEntry: Entry?
+    private var latestSQL = ""
+    private var earlierEntry: Entry?
+    private var earlierSQL = ""
 
     @usableFromInline
     mutating func statement(for sql: String) -> Statement? {
-        if let recentEntry, recentSQL == sql {
-            clock &+= 1
-            recentEntry.lastUse = clock
-            return recentEntry.statement
+        // The SQL is compared in place, and each branch returns at once: copying an entry and its SQL out first,
+        // or carrying the entry out of the branches, cost a retain and release more per lookup.
+        if latestSQL == sql, let latest = latestEntry {
+            return use(latest)
         }
-        guard let entry = entries[sql] else { return nil }
+        if earlierSQL == sql, let earlier = earlierEntry {
+            swap(&latestEntry, &earlierEntry)
+            swap(&latestSQL, &earlierSQL)
+            return use(earlier)
+        }
+        guard let found = entries[sql] else { return nil }
+        remember(found, sql)
+        return use(found)
+    }
+
+    @inline(__always)
+    private mutating func use(_ entry: Entry) -> Statement {
         clock &+= 1
         entry.lastUse = clock
-        recentEntry = entry
-        recentSQL = sql
         return entry.statement
+    }
+
+    private mutating func remember(_ entry: Entry, _ sql: String) {
+        earlierEntry = latestEntry
+        earlierSQL = latestSQL
+        latestEntry = entry
+        latestSQL = sql
+    }
+
+    private mutating func forget(_ entry: Entry) {
+        if entry === latestEntry {
+            latestEntry = nil
+            latestSQL = ""
+        }
+        if entry === earlierEntry {
+            earlierEntry = nil
+            earlierSQL = ""
+        }
     }
 
     mutating func insert(_ statement: Statement, for sql: String) {
         guard capacity > 0 else { return }
         if entries.count >= capacity, let oldest = entries.min(by: { $0.value.lastUse < $1.value.lastUse }) {
             entries[oldest.key] = nil
-            if oldest.value === recentEntry {
-                recentEntry = nil
-                recentSQL = ""
-            }
+            forget(oldest.value)
         }
         clock &+= 1
         let entry = Entry(statement: statement, lastUse: clock)
         entries[sql] = entry
-        recentEntry = entry
-        recentSQL = sql
+        remember(entry, sql)
     }
 
     mutating func removeAll() {
         entries.removeAll()
-        recentEntry = nil
-        recentSQL = ""
+        latestEntry = nil
+        latestSQL = ""
+        earlierEntry = nil
+        earlierSQL = ""
         for index in transactionStatements.indices { transactionStatements[index] = nil }
     }
 
