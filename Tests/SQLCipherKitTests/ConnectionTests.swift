@@ -401,6 +401,32 @@ struct ConnectionTests {
         }
     }
 
+    @Test("two statements used in turn are found without the LRU losing track; an evicted one is not found again")
+    func cacheTwoInTurn() throws {
+        try withTemporaryDirectory { dir in
+            let db = try openEncrypted(dir.path("c.db"), options: OpenOptions(statementCacheCapacity: 2))
+            let a = try db.cachedStatement("SELECT 'a'")
+            let b = try db.cachedStatement("SELECT 'b'")
+            for _ in 0..<3 {
+                #expect(try db.cachedStatement("SELECT 'a'") === a)
+                #expect(try db.cachedStatement("SELECT 'b'") === b)
+            }
+            #expect(try db.cachedStatement("SELECT 'a'") === a)  // b is now the least recently used
+            let c = try db.cachedStatement("SELECT 'c'")  // evicts b, which was one of the two remembered
+            #expect(try db.cachedStatement("SELECT 'b'") !== b)  // evicts a (c and the new b are newer)
+            #expect(try db.cachedStatement("SELECT 'c'") === c)
+            #expect(try db.cachedStatement("SELECT 'a'") !== a)
+            #expect(try db.all("SELECT 'a' UNION ALL SELECT 'b'", as: String.self) == ["a", "b"])
+
+            // Capacity 1: each new statement evicts the one remembered last, which must not be found again.
+            let one = try openEncrypted(dir.path("one.db"), options: OpenOptions(statementCacheCapacity: 1))
+            let first = try one.cachedStatement("SELECT 1")
+            _ = try one.cachedStatement("SELECT 2")
+            #expect(try one.cachedStatement("SELECT 1") !== first)
+            #expect(try one.scalar("SELECT 1", as: Int.self) == 1)
+        }
+    }
+
     @Test("a statement cache of capacity 0 caches nothing")
     func cacheCapacityZero() throws {
         try withTemporaryDirectory { dir in
