@@ -634,11 +634,10 @@ struct StatementCache {
     }
 
     /// The two entries found or inserted last, with their SQL, the latest first: a connection that runs the same
-    /// statement again (a pool reader's point lookup, a loop), or two statements in turn (the read gate's statement
-    /// and the lookup of an async read; a SELECT and an INSERT in a loop), finds them with one or two string
-    /// comparisons, which are cheap for the same string, instead of hashing the SQL (hashing and the dictionary
-    /// probe were 700 instructions of a 5,300-instruction point read on SQLCipher 4.19, issue 23; with one entry,
-    /// an async read that runs in place missed twice, 1,700 instructions).
+    /// statement again (a pool reader's point lookup, a loop), or two statements in turn (a SELECT and an INSERT in
+    /// a loop), finds them with one or two string comparisons, which are cheap for the same string, instead of
+    /// hashing the SQL (hashing and the dictionary probe were 700 instructions of a 5,300-instruction point read on
+    /// SQLCipher 4.19, issue 23; two statements in turn, with one entry remembered, missed both every time).
     private var latestEntry: Entry?
     private var latestSQL = ""
     private var earlierEntry: Entry?
