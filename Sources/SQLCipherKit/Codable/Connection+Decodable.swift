@@ -29,7 +29,8 @@ extension Connection {
     ///   - sql: One statement.
     ///   - arguments: Positional or named arguments.
     /// - Returns: The decoded rows.
-    /// - Throws: See ``fetchAll(_:_:_:)``.
+    /// - Throws: A SQLite error, or the first decoding error (``DatabaseError/valueConversion``,
+    ///   ``DatabaseError/invalidArgument`` for a missing column) naming the column and the Swift type.
     @inlinable
     public func fetchAll<Record: Decodable>(
         _ type: Record.Type, _ sql: String, arguments: StatementArguments
@@ -48,7 +49,8 @@ extension Connection {
     ///   - sql: One statement.
     ///   - values: The values bound to the parameters 1…n.
     /// - Returns: The decoded first row, or `nil`.
-    /// - Throws: See ``fetchAll(_:_:_:)``.
+    /// - Throws: A SQLite error, or the first decoding error (``DatabaseError/valueConversion``,
+    ///   ``DatabaseError/invalidArgument`` for a missing column) naming the column and the Swift type.
     public func fetchOne<Record: Decodable, each Value: DatabaseValueConvertible>(
         _ type: Record.Type, _ sql: String, _ values: repeat each Value
     ) throws -> Record? {
@@ -64,7 +66,8 @@ extension Connection {
     ///   - sql: One statement.
     ///   - arguments: Positional or named arguments.
     /// - Returns: The decoded first row, or `nil`.
-    /// - Throws: See ``fetchAll(_:_:_:)``.
+    /// - Throws: A SQLite error, or the first decoding error (``DatabaseError/valueConversion``,
+    ///   ``DatabaseError/invalidArgument`` for a missing column) naming the column and the Swift type.
     public func fetchOne<Record: Decodable>(
         _ type: Record.Type, _ sql: String, arguments: StatementArguments
     ) throws -> Record? {

@@ -9,7 +9,7 @@ import CSQLCipher
 /// }
 /// ```
 ///
-/// Obtained from ``RowCursor/decode(_:)`` or ``Connection/fetchCursor(_:_:_:)``. The column of each coding key is
+/// Obtained from ``RowCursor/decode(_:)`` or `Connection.fetchCursor(_:_:_:)`. The column of each coding key is
 /// found on the first row and reused for the next ones, and values are read straight from the statement, so a
 /// decoded fetch costs little more than reading the columns by index. Decoding follows ``Row/decode(_:)``.
 ///

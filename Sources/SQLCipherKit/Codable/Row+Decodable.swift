@@ -26,7 +26,7 @@ extension Row {
     /// - At the top level, an unkeyed container reads the columns in order and a single-value container reads the
     ///   first column.
     ///
-    /// For many rows, ``Connection/fetchAll(_:_:_:)`` and ``RowCursor/decode(_:)`` are faster: they learn the
+    /// For many rows, `Connection.fetchAll(_:_:_:)` and ``RowCursor/decode(_:)`` are faster: they learn the
     /// column of each key once per statement instead of once per row.
     ///
     /// - Parameter type: The type to decode.

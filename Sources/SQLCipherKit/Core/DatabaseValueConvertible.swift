@@ -248,7 +248,7 @@ extension Int64: DatabaseInteger {
 
 /// `UInt64` and `UInt` are stored as INTEGER. SQLite integers are signed 64-bit, so values above `Int64.max` cannot
 /// be stored as integers: binding one throws ``DatabaseError/invalidArgument`` instead of wrapping around, and
-/// ``databaseValue`` gives their exact decimal TEXT.
+/// ``DatabaseValueConvertible/databaseValue`` gives their exact decimal TEXT.
 public protocol DatabaseUnsignedInteger64: DatabaseInteger, UnsignedInteger {}
 
 extension DatabaseUnsignedInteger64 {

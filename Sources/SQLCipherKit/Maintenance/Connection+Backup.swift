@@ -76,7 +76,7 @@ extension Connection {
     ///   ``DatabaseError/fileSystem`` for a missing or read-only folder, or a destination that is the source;
     ///   ``DatabaseError/verificationFailed``; SQLite errors such as `SQLITE_FULL`.
     public func backup(
-        toPath destination: String, encryption target: Encryption, pagesPerStep: Int = 256,
+        toPath destination: String, encryption: Encryption, pagesPerStep: Int = 256,
         progress: ((BackupProgress) throws -> Void)? = nil
     ) throws {
         _ = try checkedConnection()
@@ -84,10 +84,10 @@ extension Connection {
             destination: destination, source: filePath, policy: .replaceExisting, operation: "backup")
         do {
             let pageCount = try backUp(
-                intoNewFile: replacement.temporaryPath, encryption: target, pagesPerStep: pagesPerStep,
+                intoNewFile: replacement.temporaryPath, encryption: encryption, pagesPerStep: pagesPerStep,
                 progress: progress)
             try replacement.commit { copyPath in
-                try Self.verifyCopy(at: copyPath, encryption: target, expected: nil, pageCount: pageCount)
+                try Self.verifyCopy(at: copyPath, encryption: encryption, expected: nil, pageCount: pageCount)
             }
         } catch {
             replacement.abandon()
@@ -139,6 +139,8 @@ extension Connection {
     /// - Parameters:
     ///   - source: The backup file.
     ///   - encryption: The backup's key and settings.
+    ///   - pagesPerStep: Pages copied per step. At least 1.
+    ///   - progress: Called after every step; throw from it to cancel (the error is rethrown).
     public func restore(
         fromPath source: String, encryption: Encryption, pagesPerStep: Int = 256,
         progress: ((BackupProgress) throws -> Void)? = nil
