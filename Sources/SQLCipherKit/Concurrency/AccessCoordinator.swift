@@ -91,7 +91,7 @@ final class AccessCoordinator: Sendable {
     var owner: ObjectIdentifier { ObjectIdentifier(factory) }
 
     func refuseReentrance() throws {
-        if SerializedConnection.isRunningInside(owner) {
+        if RunningOwner.isRunning(owner) {
             throw DatabaseError(
                 .invalidState,
                 "\(label) was used from inside one of its own read or write closures; that would deadlock."
@@ -256,22 +256,6 @@ final class AccessCoordinator: Sendable {
         }
     }
 
-    func releaseReader(_ reader: SerializedConnection) {
-        let closeIt: Bool = state.withLock { state in
-            if state.isClosed || state.isBarrierUp {
-                state.readerCount -= 1
-                return true
-            }
-            if !state.readerWaiters.isEmpty {
-                state.readerWaiters.removeFirst().resume(.success(reader))
-            } else {
-                state.availableReaders.append(reader)
-            }
-            return false
-        }
-        if closeIt { reader.close() }
-    }
-
     // MARK: - Reads (admission and a reader together)
 
     /// How a read is admitted: at once with a reader (or the right to open one, or a place in the readers' queue),
@@ -322,14 +306,9 @@ final class AccessCoordinator: Sendable {
         }
     }
 
-    /// Admits the caller and gives it a reader, suspending; pair with ``exitReading(_:)``. A task cancelled while it
-    /// waits stops waiting and throws `CancellationError`.
-    func enterForReading() async throws -> SerializedConnection {
-        try await enterForReading(try reserveRead(synchronous: false))
-    }
-
-    /// The rest of ``enterForReading()`` once the read is reserved: returns the reader at once, or opens one, or
-    /// waits for admission or for a reader.
+    /// The async counterpart of ``enterForReading()`` once the read is reserved (``read(_:)`` reserves it itself):
+    /// returns the reader at once, or opens one, or waits for admission or for a reader, suspending; pair with
+    /// ``exitReading(_:)``. A task cancelled while it waits stops waiting and throws `CancellationError`.
     private func enterForReading(_ reserved: ReadSlot) async throws -> SerializedConnection {
         let slot: ReaderSlot
         switch reserved {
@@ -526,7 +505,7 @@ final class AccessCoordinator: Sendable {
     /// Refuses new work, fails waiting callers, waits for the work in flight (unless called from inside it), then
     /// closes every connection.
     func close() {
-        let inside = SerializedConnection.isRunningInside(owner)
+        let inside = RunningOwner.isRunning(owner)
         let waiter = Waiter<Void>(synchronous: true)
         let (mustWait, toClose): (Bool, [SerializedConnection]) = state.withLock { state in
             if !state.isClosed {

@@ -20,11 +20,6 @@ final class SerializedConnection: @unchecked Sendable {
         self.queue = DispatchQueue(label: label)
     }
 
-    /// Whether the current thread is running a block of this owner (any of its connections), on a queue or in place.
-    static func isRunningInside(_ owner: ObjectIdentifier) -> Bool {
-        RunningOwner.isRunning(owner)
-    }
-
     /// Runs `body` with the connection, blocking the calling thread until it is done.
     func sync<T>(_ body: (Connection) throws -> T) throws -> T {
         try queue.sync { try RunningOwner.running(owner) { try body(connection) } }
@@ -72,6 +67,8 @@ final class SerializedConnection: @unchecked Sendable {
 /// write; the dispatch queue's specific plus a pthread key that did this before cost about 300 instructions of each
 /// pool read (issue 23).
 enum RunningOwner {
+    /// Whether the current thread is running a block of `owner` (any of its connections), on a queue or in place,
+    /// at any depth.
     static func isRunning(_ owner: ObjectIdentifier) -> Bool {
         CSQLCipherKitSupport_isMarkedForOwner(pointer(owner)) != 0
     }

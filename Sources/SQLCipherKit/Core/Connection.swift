@@ -448,12 +448,7 @@ public final class Connection {
     public func scalar<each Value: DatabaseValueConvertible, T: DatabaseValueConvertible>(
         _ sql: String, _ values: repeat each Value, as type: T.Type = T.self
     ) throws -> T? {
-        var value: T?
-        try cachedStatement(sql).forEachRowInPlace(repeat each values) { row in
-            value = try row[0] as T
-            return false
-        }
-        return value
+        try first(sql, repeat each values, map: { row in try row[0] as T })
     }
 
     /// The first row, transformed, or `nil` when there is no row.
@@ -474,12 +469,7 @@ public final class Connection {
     public func all<each Value: DatabaseValueConvertible, T: DatabaseValueConvertible>(
         _ sql: String, _ values: repeat each Value, as type: T.Type = T.self
     ) throws -> [T] {
-        var column: [T] = []
-        try cachedStatement(sql).forEachRowInPlace(repeat each values) { row in
-            column.append(try row[0] as T)
-            return true
-        }
-        return column
+        try all(sql, repeat each values, map: { row in try row[0] as T })
     }
 
     /// Every row, transformed.
