@@ -33,6 +33,11 @@ enum RatioBenchmark {
         case byIndex = "by-index"
         case poolRead8 = "pool-read-8"
         case poolRead16 = "pool-read-16"
+        /// The same async reads with `.readerQueue`: each on its reader's own queue (an OS thread per reader).
+        case asyncRead4Queue = "async-read-4-queue"
+        /// The same async reads against the raw C API on as many threads as the machine has CPUs, the width of
+        /// Swift's cooperative thread pool that async reads in place run on.
+        case asyncRead4CPUs = "async-read-4-cpus"
 
         /// Issue 23's target, `nil` for a row given for information.
         var target: Double? {
@@ -43,7 +48,7 @@ enum RatioBenchmark {
             case .asyncRead4: 1.5
             case .openKey: 1.2
             case .byIndex: 1.05
-            case .poolRead8, .poolRead16: nil
+            case .poolRead8, .poolRead16, .asyncRead4Queue, .asyncRead4CPUs: nil
             }
         }
 
@@ -64,13 +69,16 @@ enum RatioBenchmark {
             case .byIndex: "fetch by index row[i], 200k rows x 10 | raw loop"
             case .poolRead8: "pool.read, 8 threads | 8 threads, own connections"
             case .poolRead16: "pool.read, 16 threads | 16 threads, own connections"
+            case .asyncRead4Queue: "async pool.read, 4 tasks, .readerQueue | 4 threads, own connections"
+            case .asyncRead4CPUs:
+                "async pool.read, 4 tasks | \(RatioBenchmark.cpuCount) threads (one per CPU), own connections"
             }
         }
 
         var threadCount: Int {
             switch self {
             case .poolRead1: 1
-            case .poolRead4, .asyncRead4: 4
+            case .poolRead4, .asyncRead4, .asyncRead4Queue, .asyncRead4CPUs: 4
             case .poolRead8: 8
             case .poolRead16: 16
             default: 0
@@ -80,6 +88,9 @@ enum RatioBenchmark {
 
     /// Point lookups per pass, split evenly among the threads or tasks.
     static let pointReadCount = 40_000
+    /// The CPUs the process may run on: the width of Swift's cooperative thread pool.
+    static let cpuCount = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+
     /// Opens per pass of ``Workload/openKey``.
     static let openCount = 200
 
@@ -226,12 +237,15 @@ enum RatioBenchmark {
             return connection
         }
 
-        func pool(readers: Int) throws -> DatabasePool {
-            if let pool = pools[readers] { return pool }
+        func pool(readers: Int, onReaderQueues: Bool = false) throws -> DatabasePool {
+            // Negative keys for the pools whose async reads run on the readers' queues.
+            let cacheKey = onReaderQueues ? -readers : readers
+            if let pool = pools[cacheKey] { return pool }
             let pool = try DatabasePool(
                 path: fixture.poolPath, keyProvider: .fixed(fixture.rawKey),
-                configuration: .init(maximumReaderCount: readers))
-            pools[readers] = pool
+                configuration: .init(
+                    maximumReaderCount: readers, asyncReadExecution: onReaderQueues ? .readerQueue : .adaptive))
+            pools[cacheKey] = pool
             return pool
         }
 
@@ -303,9 +317,23 @@ enum RatioBenchmark {
             return try onThreads(workload.threadCount, session) { index in
                 try poolPointReads(pool, seed: index, count: perThread)
             }
-        case (.asyncRead4, .kit):
-            let pool = try session.pool(readers: workload.threadCount)
+        case (.asyncRead4, .kit), (.asyncRead4CPUs, .kit), (.asyncRead4Queue, .kit):
+            let pool = try session.pool(readers: workload.threadCount, onReaderQueues: workload == .asyncRead4Queue)
             return try inTasks(workload.threadCount, pool: pool, countPerTask: pointReadCount / workload.threadCount)
+        case (.asyncRead4Queue, .raw):
+            return try run(.asyncRead4, .raw, session)
+        case (.asyncRead4CPUs, .raw):
+            // The 4 tasks' lookups (seeds 0-3, same checksum), shared among one thread per CPU.
+            let parts = workload.threadCount
+            let threads = min(cpuCount, parts)
+            let readers = try session.readers(threads)
+            return try onThreads(threads, session) { index in
+                var sum: Int64 = 0
+                for part in stride(from: index, to: parts, by: threads) {
+                    sum &+= try rawPointReads(readers[index], seed: part, count: pointReadCount / parts)
+                }
+                return sum
+            }
         case (.openKey, .raw):
             try session.holdPoolFile()
             var sum: Int64 = 0
@@ -591,7 +619,7 @@ enum RatioBenchmark {
         let fixture = try load(directory)
         let session = Session(fixture)
         defer { session.close() }
-        if workload == .asyncRead4 && side == .kit {
+        if (workload == .asyncRead4 || workload == .asyncRead4CPUs) && side == .kit {
             // Opens the pool's readers and warms their caches on threads that stay alive (see WorkerThreads);
             // the cooperative pool's threads of an async warm-up could end before the counts are zeroed.
             _ = try run(.poolRead4, side, session)
