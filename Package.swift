@@ -1,4 +1,5 @@
 // swift-tools-version: 6.1
+import CompilerPluginSupport
 import PackageDescription
 
 let strictSwift: [SwiftSetting] = [
@@ -29,6 +30,10 @@ let traits: Set<Trait> = [
         name: "Replication",
         description: "SQLCipherKitReplication and the CLI's replicate, restore and snapshots (AsyncHTTPClient, NIO)."),
     .trait(
+        name: "RecordMacro",
+        description: "SQLCipherKitRecordMacro: @RowDecodable, a generated init(row:) for Decodable structs"
+            + " (swift-syntax)."),
+    .trait(
         name: "Examples",
         description: "The Hummingbird and Vapor example services and the Fluent benchmark (Hummingbird, Vapor).",
         enabledTraits: ["SQLKit", "Fluent", "Services"]),
@@ -41,6 +46,7 @@ let products: [Product] = [
     .library(name: "SQLCipherKitFluent", targets: ["SQLCipherKitFluent"]),
     .library(name: "SQLCipherKitServices", targets: ["SQLCipherKitServices"]),
     .library(name: "SQLCipherKitReplication", targets: ["SQLCipherKitReplication"]),
+    .library(name: "SQLCipherKitRecordMacro", targets: ["SQLCipherKitRecordMacro"]),
 ]
 
 let dependencies: [Package.Dependency] = [
@@ -57,6 +63,7 @@ let dependencies: [Package.Dependency] = [
     .package(url: "https://github.com/vapor/vapor", exact: "4.122.3"),
     .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
     .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
+    .package(url: "https://github.com/swiftlang/swift-syntax", exact: "603.0.1"),
 ]
 
 /// A product of another package, used only while one of `traits` is on.
@@ -118,6 +125,42 @@ var targets: [Target] = [
     .testTarget(
         name: "sqlcipherkitTests",
         dependencies: ["sqlcipherkit", "SQLCipherKit", "SQLCipherKitTestSupport"],
+        swiftSettings: strictSwift
+    ),
+]
+
+// MARK: - @RowDecodable (trait RecordMacro: swift-syntax is built only for it)
+
+targets += [
+    // The compiler plugin; with the trait off, an empty program nothing uses.
+    .macro(
+        name: "SQLCipherKitMacros",
+        dependencies: [
+            product("SwiftSyntax", "swift-syntax", when: ["RecordMacro"]),
+            product("SwiftSyntaxMacros", "swift-syntax", when: ["RecordMacro"]),
+            product("SwiftSyntaxBuilder", "swift-syntax", when: ["RecordMacro"]),
+            product("SwiftDiagnostics", "swift-syntax", when: ["RecordMacro"]),
+            product("SwiftCompilerPlugin", "swift-syntax", when: ["RecordMacro"]),
+        ],
+        swiftSettings: strictSwift
+    ),
+    // The macro's declaration, beside the library it generates code for.
+    .target(
+        name: "SQLCipherKitRecordMacro",
+        dependencies: [
+            "SQLCipherKit", .target(name: "SQLCipherKitMacros", condition: .when(traits: ["RecordMacro"])),
+        ],
+        swiftSettings: strictSwift
+    ),
+    .testTarget(
+        name: "SQLCipherKitRecordMacroTests",
+        dependencies: [
+            // Not the plugin itself: on Linux every test target links into one test program, and a test target that
+            // depends on a macro target makes SwiftPM build that program for the host, where the `sqlcipherkit`
+            // executable's module (sqlcipherkitTests imports it) is not built. The tests use the macro as users do,
+            // and run the compiler on the cases it must refuse.
+            "SQLCipherKitRecordMacro", "SQLCipherKitTestSupport",
+        ],
         swiftSettings: strictSwift
     ),
 ]

@@ -41,3 +41,111 @@ extension Row {
         return try context.decodeRecord(Record.self)
     }
 }
+
+// MARK: - One column by name (what @RowDecodable generates)
+
+extension Row {
+    /// The column named `name` as `Value`, with `Value`'s own strict conversion: `row[name]`.
+    ///
+    /// With its `Decodable` and `decodeColumnIfPresent(_:named:)` overloads, this is what the `@RowDecodable` macro
+    /// (module `SQLCipherKitRecordMacro`, Docs/Codable.md) generates for each stored property: the column read the
+    /// way ``decode(_:)`` would read it, without the standard library's keyed container.
+    ///
+    /// - Parameters:
+    ///   - type: The value's type.
+    ///   - name: The column name (case-insensitive when there is no exact match).
+    /// - Returns: The value.
+    /// - Throws: ``DatabaseError/invalidArgument`` when the row has no such column; ``DatabaseError/valueConversion``
+    ///   naming the column when the value does not convert (NULL included).
+    @inlinable
+    @inline(__always)
+    public func decodeColumn<Value: DatabaseValueConvertible>(_ type: Value.Type, named name: String) throws -> Value {
+        try self[name]
+    }
+
+    /// The column named `name` as `Value`, for a type that is both ``DatabaseValueConvertible`` and `Decodable`
+    /// (most are): the database conversion, as ``decode(_:)`` uses. This overload only settles which of the two
+    /// others a call means.
+    ///
+    /// - Parameters:
+    ///   - type: The value's type.
+    ///   - name: The column name.
+    /// - Returns: The value.
+    /// - Throws: As `decodeColumn(_:named:)` for a ``DatabaseValueConvertible`` type.
+    @inlinable
+    @inline(__always)
+    public func decodeColumn<Value: DatabaseValueConvertible & Decodable>(
+        _ type: Value.Type, named name: String
+    ) throws -> Value {
+        try self[name]
+    }
+
+    /// The column named `name` as a `Decodable` type that is not ``DatabaseValueConvertible``, read as
+    /// ``decode(_:)`` reads such a property: a single-value type (a `RawRepresentable` enum) through a single-value
+    /// container, anything else from JSON stored as TEXT or BLOB.
+    ///
+    /// - Parameters:
+    ///   - type: The value's type.
+    ///   - name: The column name.
+    /// - Returns: The value.
+    /// - Throws: ``DatabaseError/invalidArgument`` when the row has no such column; ``DatabaseError/valueConversion``
+    ///   naming the column when the value does not decode.
+    public func decodeColumn<Value: Decodable>(_ type: Value.Type, named name: String) throws -> Value {
+        guard let index = columnIndexIfPresent(named: name) else { throw nameError(name) }
+        let context = try RowDecodingContext(row: self, recordType: Value.self)
+        defer { context.finish() }
+        guard let value = try context.decodeOneColumn(Value.self, at: index, nullIsNil: false) else {
+            throw context.conversionError(at: index, to: Value.self)
+        }
+        return value
+    }
+
+    /// The column named `name` as `Value`, or `nil` when the row has no such column or its value is NULL: what
+    /// ``decode(_:)`` does for an optional property.
+    ///
+    /// - Parameters:
+    ///   - type: The wrapped type.
+    ///   - name: The column name.
+    /// - Returns: The value, or `nil`.
+    /// - Throws: ``DatabaseError/valueConversion`` naming the column when a non-NULL value does not convert.
+    @inlinable
+    @inline(__always)
+    public func decodeColumnIfPresent<Value: DatabaseValueConvertible>(
+        _ type: Value.Type, named name: String
+    ) throws -> Value? {
+        guard let index = columnIndexIfPresent(named: name) else { return nil }
+        return try self[index] as Value?
+    }
+
+    /// The column named `name` as `Value` or `nil`, for a type that is both ``DatabaseValueConvertible`` and
+    /// `Decodable`: the database conversion. This overload only settles which of the two others a call means.
+    ///
+    /// - Parameters:
+    ///   - type: The wrapped type.
+    ///   - name: The column name.
+    /// - Returns: The value, or `nil` for a missing column or NULL.
+    /// - Throws: As `decodeColumnIfPresent(_:named:)` for a ``DatabaseValueConvertible`` type.
+    @inlinable
+    @inline(__always)
+    public func decodeColumnIfPresent<Value: DatabaseValueConvertible & Decodable>(
+        _ type: Value.Type, named name: String
+    ) throws -> Value? {
+        guard let index = columnIndexIfPresent(named: name) else { return nil }
+        return try self[index] as Value?
+    }
+
+    /// The column named `name` as a `Decodable` type that is not ``DatabaseValueConvertible``, or `nil` when the row
+    /// has no such column or its value is NULL.
+    ///
+    /// - Parameters:
+    ///   - type: The wrapped type.
+    ///   - name: The column name.
+    /// - Returns: The value, or `nil`.
+    /// - Throws: ``DatabaseError/valueConversion`` naming the column when a non-NULL value does not decode.
+    public func decodeColumnIfPresent<Value: Decodable>(_ type: Value.Type, named name: String) throws -> Value? {
+        guard let index = columnIndexIfPresent(named: name) else { return nil }
+        let context = try RowDecodingContext(row: self, recordType: Value.self)
+        defer { context.finish() }
+        return try context.decodeOneColumn(Value.self, at: index, nullIsNil: true)
+    }
+}

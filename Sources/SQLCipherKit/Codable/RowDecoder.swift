@@ -314,6 +314,15 @@ final class RowDecodingContext {
         throw conversionError(at: index, to: Value.self)
     }
 
+    /// Reads one column as any `Decodable` type outside a record's initializer (``Row/decodeColumn(_:named:)``):
+    /// `nil` for NULL when `nullIsNil`.
+    func decodeOneColumn<Value: Decodable>(_ type: Value.Type, at index: Int, nullIsNil: Bool) throws -> Value? {
+        isDecoding = true
+        defer { isDecoding = false }
+        if nullIsNil, try isNull(at: index) { return nil }
+        return try decodeValue(Value.self, at: index)
+    }
+
     /// Reads a column as any `Decodable` type: natively for ``DatabaseValueConvertible`` types, through a
     /// single-value container for single-value types (a `RawRepresentable` enum), from JSON otherwise.
     func decodeValue<Value: Decodable>(_ type: Value.Type, at index: Int) throws -> Value {

@@ -97,6 +97,15 @@ public struct Row {
     /// The column names.
     public var columnNames: [String] { Array(statement.columnNames.prefix(columnCount)) }
 
+    /// The index of the column with this name (as `row[name]` finds it), or `nil` when the row has none.
+    @inlinable
+    @inline(__always)
+    func columnIndexIfPresent(named name: String) -> Int? {
+        let predicted = unmanagedStatement._withUnsafeGuaranteedRef { $0.predictedColumnIndex(named: name) }
+        guard let index = predicted, index < columnCount else { return nil }
+        return index
+    }
+
     /// Whether the row has a column with this name (case-insensitive).
     public func hasColumn(_ name: String) -> Bool {
         statement.columnIndex(named: name).map { $0 < columnCount } ?? false
