@@ -79,7 +79,8 @@ struct BenchmarkOptions {
                   readers (threads and tasks), write throughput alone and with 2 readers
           ratios  issue 23's table, SQLCipherKit / raw C API, paired round-robin: rotate copy and in place
                   against the raw recipes (ATTACH ... KEY + sqlcipher_export + quick_check; sqlite3_rekey +
-                  quick_check) on a --rotate-mb database, Decodable cursor and fetchAll, pool.read point lookups
+                  quick_check) on a --rotate-mb database, Decodable cursor and fetchAll (and fetchAll through the
+                  init(row:) @RowDecodable generates), pool.read point lookups
                   on 1, 4, 8 and 16 threads (raw: a connection per thread), async pool.read in 4 tasks, open +
                   raw key + first query, fetch by index; for information, the 4 tasks with .readerQueue, and
                   against one raw thread per CPU (the width of Swift's cooperative pool)
@@ -91,9 +92,9 @@ struct BenchmarkOptions {
           --backup-mb N    size of the backup benchmark's database in MB (default 200)
           --rotate-mb N    size of the ratio table's rotation database in MB (default 250)
           --workloads LIST comma-separated rows of the ratio table (default: all): rotate-copy,
-                           rotate-in-place, decodable-cursor, decodable-fetchall, pool-read-1, pool-read-4,
-                           async-read-4, open-key, by-index, pool-read-8, pool-read-16,
-                           async-read-4-queue, async-read-4-cpus
+                           rotate-in-place, decodable-cursor, decodable-fetchall, decodable-generated,
+                           pool-read-1, pool-read-4, async-read-4, open-key, by-index, pool-read-8,
+                           pool-read-16, async-read-4-queue, async-read-4-cpus
           --prepare DIR    make the ratio table's files in DIR and exit (for --once)
           --once WORKLOAD --side raw|kit DIR
                            one warm-up and one measured pass of one side of one ratio row, on the files of

@@ -26,6 +26,8 @@ enum RatioBenchmark {
         case rotateInPlace = "rotate-in-place"
         case decodableCursor = "decodable-cursor"
         case decodableFetchAll = "decodable-fetchall"
+        /// The same `Decodable` type with the `init(row:)` that `@RowDecodable` generates.
+        case decodableGenerated = "decodable-generated"
         case poolRead1 = "pool-read-1"
         case poolRead4 = "pool-read-4"
         case asyncRead4 = "async-read-4"
@@ -43,7 +45,7 @@ enum RatioBenchmark {
         var target: Double? {
             switch self {
             case .rotateCopy, .rotateInPlace: 1.1
-            case .decodableCursor, .decodableFetchAll: 1.5
+            case .decodableCursor, .decodableFetchAll, .decodableGenerated: 1.5
             case .poolRead1, .poolRead4: 1.3
             case .asyncRead4: 1.5
             case .openKey: 1.2
@@ -62,6 +64,7 @@ enum RatioBenchmark {
             case .rotateInPlace: "rotate in place | raw: sqlite3_rekey, quick_check"
             case .decodableCursor: "Decodable fetchCursor, 200k rows x 10 | raw loop"
             case .decodableFetchAll: "Decodable fetchAll, 200k rows x 10 | raw loop"
+            case .decodableGenerated: "Decodable fetchAll with @RowDecodable's init(row:) | raw loop"
             case .poolRead1: "pool.read point lookup, 1 thread | BEGIN;SELECT;COMMIT"
             case .poolRead4: "pool.read, 4 threads | 4 threads, own connections"
             case .asyncRead4: "async pool.read, 4 tasks | 4 threads, own connections"
@@ -296,12 +299,14 @@ enum RatioBenchmark {
             }
             fixture.setKeyIndex(to, of: path)
             return 0
-        case (.decodableCursor, .raw), (.decodableFetchAll, .raw), (.byIndex, .raw):
+        case (.decodableCursor, .raw), (.decodableFetchAll, .raw), (.decodableGenerated, .raw), (.byIndex, .raw):
             return try Workloads.rawFetch(session.raw())
         case (.decodableCursor, .kit):
             return try Workloads.decodingCursorFetch(session.kit())
         case (.decodableFetchAll, .kit):
             return try Workloads.fetchAllDecoded(session.kit())
+        case (.decodableGenerated, .kit):
+            return try Workloads.fetchAllGenerated(session.kit())
         case (.byIndex, .kit):
             return try Workloads.wrapperFetch(session.kit())
         case (.poolRead1, .raw), (.poolRead4, .raw), (.asyncRead4, .raw), (.poolRead8, .raw), (.poolRead16, .raw):

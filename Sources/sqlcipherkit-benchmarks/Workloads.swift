@@ -119,6 +119,34 @@ enum Workloads {
         var sum: Int64 { c0 &+ c1 &+ c2 &+ c3 &+ c4 &+ c5 &+ c6 &+ c7 &+ c8 &+ c9 }
     }
 
+    /// The `Decodable` record with the `init(row:)` that `@RowDecodable` generates for it (Tests'
+    /// RowDecodableCompilerTests check that text): each property read by name with `decodeColumn`. Written out here
+    /// so the benchmark builds without the RecordMacro trait (swift-syntax).
+    struct GeneratedRecord: Decodable, FetchableRecord {
+        let c0, c1, c2, c3, c4, c5, c6, c7, c8, c9: Int64
+
+        init(row: Row) throws {
+            self.c0 = try row.decodeColumn((Int64).self, named: "c0")
+            self.c1 = try row.decodeColumn((Int64).self, named: "c1")
+            self.c2 = try row.decodeColumn((Int64).self, named: "c2")
+            self.c3 = try row.decodeColumn((Int64).self, named: "c3")
+            self.c4 = try row.decodeColumn((Int64).self, named: "c4")
+            self.c5 = try row.decodeColumn((Int64).self, named: "c5")
+            self.c6 = try row.decodeColumn((Int64).self, named: "c6")
+            self.c7 = try row.decodeColumn((Int64).self, named: "c7")
+            self.c8 = try row.decodeColumn((Int64).self, named: "c8")
+            self.c9 = try row.decodeColumn((Int64).self, named: "c9")
+        }
+
+        var sum: Int64 { c0 &+ c1 &+ c2 &+ c3 &+ c4 &+ c5 &+ c6 &+ c7 &+ c8 &+ c9 }
+    }
+
+    /// `db.fetchAll(GeneratedRecord.self, sql)`: a `Decodable` type fetched through its generated `init(row:)`.
+    @inline(never)
+    static func fetchAllGenerated(_ db: Connection) throws -> Int64 {
+        try db.fetchAll(GeneratedRecord.self, fetchSQL).reduce(0) { $0 &+ $1.sum }
+    }
+
     /// Builds every row one at a time with `db.fetchCursor(IndexedRecord.self, sql)` (`init(row:)`); returns the sum.
     @inline(never)
     static func recordCursorFetch(_ db: Connection) throws -> Int64 {
