@@ -314,7 +314,7 @@ final class RowDecodingContext {
         throw conversionError(at: index, to: Value.self)
     }
 
-    /// Reads one column as any `Decodable` type outside a record's initializer (``Row/decodeColumn(_:named:)``):
+    /// Reads one column as any `Decodable` type outside a record's initializer (`Row.decodeColumn(_:named:)`):
     /// `nil` for NULL when `nullIsNil`.
     func decodeOneColumn<Value: Decodable>(_ type: Value.Type, at index: Int, nullIsNil: Bool) throws -> Value? {
         isDecoding = true
