@@ -92,10 +92,9 @@ extension Row {
     ///   naming the column when the value does not decode.
     public func decodeColumn<Value: Decodable>(_ type: Value.Type, named name: String) throws -> Value {
         guard let index = columnIndexIfPresent(named: name) else { throw nameError(name) }
-        let context = try RowDecodingContext(row: self, recordType: Value.self)
-        defer { context.finish() }
-        guard let value = try context.decodeOneColumn(Value.self, at: index, nullIsNil: false) else {
-            throw context.conversionError(at: index, to: Value.self)
+        guard let value = try decodeOneColumn(Value.self, at: index, nullIsNil: false) else {
+            // Not reached: without `nullIsNil`, NULL throws a conversion error naming the column.
+            throw conversionError(index, to: Value.self)
         }
         return value
     }
@@ -144,8 +143,13 @@ extension Row {
     /// - Throws: ``DatabaseError/valueConversion`` naming the column when a non-NULL value does not decode.
     public func decodeColumnIfPresent<Value: Decodable>(_ type: Value.Type, named name: String) throws -> Value? {
         guard let index = columnIndexIfPresent(named: name) else { return nil }
+        return try decodeOneColumn(Value.self, at: index, nullIsNil: true)
+    }
+
+    /// One column through a decoding context of its own (the `Decodable` overloads above).
+    private func decodeOneColumn<Value: Decodable>(_ type: Value.Type, at index: Int, nullIsNil: Bool) throws -> Value? {
         let context = try RowDecodingContext(row: self, recordType: Value.self)
         defer { context.finish() }
-        return try context.decodeOneColumn(Value.self, at: index, nullIsNil: true)
+        return try context.decodeOneColumn(Value.self, at: index, nullIsNil: nullIsNil)
     }
 }
