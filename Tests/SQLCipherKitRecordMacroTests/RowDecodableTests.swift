@@ -119,6 +119,16 @@ struct Plain {
     var mood: Status?
 }
 
+/// Expects `body` to throw a `DatabaseError` of `kind` whose message names `column`.
+private func expectError(
+    _ kind: DatabaseError.Kind, naming column: String, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws -> Void
+) {
+    let error = #expect(throws: DatabaseError.self, sourceLocation: sourceLocation) { try body() }
+    #expect(error?.kind == kind, sourceLocation: sourceLocation)
+    #expect(error?.message.contains("`\(column)`") == true, sourceLocation: sourceLocation)
+}
+
 private func open(_ directory: TemporaryDirectory) throws -> Connection {
     let key = try EncryptionKey(sqlcipherRawKeyText: "x'" + String(repeating: "9d1f3e77", count: 8) + "'")
     return try Connection(path: directory.path("macro.db"), key: key)
@@ -196,15 +206,8 @@ struct RowDecodableTests {
             let partial = try #require(try db.fetchOne(Plain.self, "SELECT name FROM t"))
             #expect(partial.note == nil && partial.mood == nil)
 
-            let missing = #expect(throws: DatabaseError.self) { _ = try db.fetchOne(Plain.self, "SELECT note FROM t") }
-            #expect(missing?.kind == .invalidArgument)
-            #expect(missing?.message.contains("`name`") == true)
-
-            let null = #expect(throws: DatabaseError.self) {
-                _ = try db.fetchOne(Plain.self, "SELECT NULL AS name")
-            }
-            #expect(null?.kind == .valueConversion)
-            #expect(null?.message.contains("`name`") == true)
+            expectError(.invalidArgument, naming: "name") { _ = try db.fetchOne(Plain.self, "SELECT note FROM t") }
+            expectError(.valueConversion, naming: "name") { _ = try db.fetchOne(Plain.self, "SELECT NULL AS name") }
         }
     }
 
@@ -212,26 +215,20 @@ struct RowDecodableTests {
     func strictTypes() throws {
         try withTemporaryDirectory { directory in
             let db = try open(directory)
-            let text = #expect(throws: DatabaseError.self) {
+            expectError(.valueConversion, naming: "value") {
                 _ = try db.fetchOne(Box<Int64>.self, "SELECT '12' AS value")
             }
-            #expect(text?.kind == .valueConversion)
-            #expect(text?.message.contains("`value`") == true)
             #expect(try db.fetchOne(Box<Int64>.self, "SELECT 12 AS value")?.value == 12)
             #expect(try db.fetchOne(Box<String>.self, "SELECT 'x' AS value")?.value == "x")
 
-            let enumValue = #expect(throws: DatabaseError.self) {
+            expectError(.valueConversion, naming: "mood") {
                 _ = try db.fetchOne(Plain.self, "SELECT 'n' AS name, 'sleepy' AS mood")
             }
-            #expect(enumValue?.kind == .valueConversion)
-            #expect(enumValue?.message.contains("`mood`") == true)
 
             try db.execute(Note.createTable)
             _ = try db.insert(Note.sample(), into: "note")
             try db.execute("UPDATE note SET tags = '{not json'")
-            let json = #expect(throws: DatabaseError.self) { _ = try db.fetchAll(Note.self, "SELECT * FROM note") }
-            #expect(json?.kind == .valueConversion)
-            #expect(json?.message.contains("`tags`") == true)
+            expectError(.valueConversion, naming: "tags") { _ = try db.fetchAll(Note.self, "SELECT * FROM note") }
         }
     }
 
