@@ -1,3 +1,4 @@
+import CSQLCipher
 import SQLCipherKit
 import Testing
 
@@ -354,6 +355,57 @@ struct StatementTests {
             let empty = try db.prepare("SELECT a FROM t WHERE a > 100")
             #expect(try !empty.step())
             #expect(!empty.isBusy)
+        }
+    }
+
+    @Test("a statement stepped to its end by the caller runs again: run, bind, and first/all/scalar on a cached one")
+    func haltedStatementRunsAgain() throws {
+        try withTemporaryDirectory { dir in
+            let db = try openWithTable(dir)
+            // step() to SQLITE_DONE leaves a statement halted, not busy: SQLite refuses to bind it until it is reset.
+            let insert = try db.prepare("INSERT INTO t(a, b) VALUES (?, ?)")
+            try insert.bind(1, "one")
+            #expect(try !insert.step())
+            #expect(!insert.isBusy)
+            try insert.run(2, "two")
+            try insert.bind(3, "three")
+            #expect(try !insert.step())
+            try insert.bind(4, "four")
+            #expect(try !insert.step())
+            #expect(try db.all("SELECT a FROM t ORDER BY a", as: Int.self) == [1, 2, 3, 4])
+
+            // A cached SELECT stepped to its end through step(), then read again through the cache.
+            let sql = "SELECT b FROM t WHERE a = ?"
+            let cached = try db.cachedStatement(sql)
+            try cached.bind(2)
+            #expect(try cached.step())
+            #expect(try !cached.step())
+            #expect(try db.cachedStatement(sql) === cached)
+            #expect(try db.first(sql, 3) { row in try row[0] as String } == "three")
+            while try cached.step() {}
+            #expect(try db.all(sql, 1) { row in try row[0] as String } == ["one"])
+            while try cached.step() {}
+            #expect(try db.scalar(sql, 2, as: String.self) == "two")
+
+            // The same, stepped through the raw sqlite3_stmt, with and without parameters.
+            while sqlite3_step(cached.sqliteStatement) == SQLITE_ROW {}
+            #expect(try db.first(sql, 1) { row in try row[0] as String } == "one")
+            while sqlite3_step(cached.sqliteStatement) == SQLITE_ROW {}
+            #expect(try db.all(sql, 4) { row in try row[0] as String } == ["four"])
+            let count = "SELECT count(*) FROM t"
+            #expect(try db.scalar(count, as: Int.self) == 4)
+            let counting = try db.cachedStatement(count)
+            #expect(sqlite3_step(counting.sqliteStatement) == SQLITE_ROW)
+            #expect(sqlite3_step(counting.sqliteStatement) == SQLITE_DONE)
+            #expect(try db.scalar(count, as: Int.self) == 4)
+            #expect(try db.cachedStatement(count) === counting)
+
+            // A statement mid-run is not reset by a bind: its rows are still being read.
+            let all = try db.prepare("SELECT a FROM t WHERE a > ? ORDER BY a")
+            let rows = try all.cursor(0)
+            #expect(try rows.next().map { try $0[0] as Int } == 1)
+            expectError(code: DatabaseError.SQLITE_MISUSE) { try all.bind(2, at: 1) }
+            #expect(try rows.next().map { try $0[0] as Int } == 2)
         }
     }
 

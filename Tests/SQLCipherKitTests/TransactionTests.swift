@@ -130,7 +130,34 @@ struct TransactionTests {
             // A manual BEGIN counts as an open transaction too.
             try db.beginTransaction()
             expectError(.transactionMisuse) { try db.transaction {} }
+            expectError(.transactionMisuse) { try db.transaction(.deferred) {} }
+            #expect(db.isInsideTransaction)
             try db.rollback()
+        }
+    }
+
+    @Test("a nested transaction of each kind inside a read transaction throws transactionMisuse and takes no write lock")
+    func nestedInsideReadTransaction() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("t.db")
+            let db = try openWithTable(path)
+            try db.execute("PRAGMA journal_mode = WAL")
+            try db.execute("INSERT INTO t VALUES ('one')")
+            let other = try openWithTable(path, options: OpenOptions(busyTimeout: .zero))
+            for (count, kind) in [TransactionKind.deferred, .immediate, .exclusive].enumerated() {
+                // A fresh read transaction each time: one that has seen an older snapshot could not take the write
+                // lock anyway (SQLITE_BUSY_SNAPSHOT), and would hide a nested BEGIN that tried.
+                try db.transaction(.deferred) {
+                    #expect(try values(db).count == 1 + count)
+                    let error = expectError(.transactionMisuse) { try db.transaction(kind) {} }
+                    #expect(error?.message.contains("do not nest") == true)
+                    #expect(db.isInsideTransaction)
+                    // The outer transaction still only reads: another connection takes the write lock at once.
+                    try other.transaction(.immediate) { try other.execute("INSERT INTO t VALUES ('other')") }
+                    #expect(try values(db).count == 1 + count)
+                }
+            }
+            #expect(try values(db) == ["one", "other", "other", "other"])
         }
     }
 

@@ -37,12 +37,16 @@ extension Connection {
     /// - Throws: `body`'s error (after the rollback), the BEGIN or COMMIT error, or
     ///   ``DatabaseError/transactionMisuse``.
     public func transaction<T>(_ kind: TransactionKind = .immediate, _ body: () throws -> T) throws -> T {
-        if isInsideTransaction {
-            throw DatabaseError(
-                .transactionMisuse,
-                "a transaction is already open; transactions do not nest (use savepoint(_:_:) instead)")
+        // A deferred BEGIN inside a transaction fails without touching anything, so its nesting is looked for only
+        // when it fails (one call into the engine less on every pool read, issue 23). An immediate or exclusive
+        // BEGIN would take the write lock for the open transaction before it failed: checked first.
+        if kind != .deferred && isInsideTransaction { throw Self.nestedTransactionError() }
+        do {
+            try runTransactionStatement(TransactionStatement(begin: kind))
+        } catch {
+            if kind == .deferred && isInsideTransaction { throw Self.nestedTransactionError() }
+            throw error
         }
-        try runTransactionStatement(TransactionStatement(begin: kind))
         let result: T
         do {
             result = try body()
@@ -143,14 +147,30 @@ extension Connection {
 
     /// Runs BEGIN, COMMIT or ROLLBACK from the connection's own slots (they run on every pool access: compiling
     /// them each time, then hashing their SQL to find them in the statement cache, showed in the pool benchmark).
+    ///
+    /// Once prepared, the statement is stepped and reset through its `sqlite3_stmt` directly: nothing else ever
+    /// runs it (it is never handed out, and every run ends with a reset, so it is never mid-run or halted), it has no
+    /// parameters, and no ATTACH to check. The connection's close empties the slots as it finalizes them.
     private func runTransactionStatement(_ which: TransactionStatement) throws {
-        if let statement = statementCache.transactionStatements[which.rawValue], !statement.isBusy {
-            // Not busy and without parameters: nothing to reset or bind (`run()` would check both again).
-            return try statement.runToCompletion()
+        if handle.isOpen, let statement = statementCache.transactionStatementPointers[which.rawValue] {
+            var code: CInt
+            repeat { code = sqlite3_step(statement) } while code == SQLITE_ROW
+            if code == SQLITE_DONE {
+                sqlite3_reset(statement)
+                return
+            }
+            let error = statementCache.transactionStatements[which.rawValue]!.error(code: code)
+            sqlite3_reset(statement)
+            throw error
         }
         let statement = try prepare(which.sql)
         statementCache.transactionStatements[which.rawValue] = statement
         try statement.run()
+    }
+
+    private static func nestedTransactionError() -> DatabaseError {
+        DatabaseError(
+            .transactionMisuse, "a transaction is already open; transactions do not nest (use savepoint(_:_:) instead)")
     }
 
     /// Quotes an identifier for SQL: `"name"` with embedded quotes doubled.

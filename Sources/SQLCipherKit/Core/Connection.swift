@@ -217,6 +217,7 @@ public final class Connection {
                 try registration.apply(self)
             }
         } catch {
+            statementCache.removeAll()
             handle.close()
             throw error
         }
@@ -617,7 +618,16 @@ struct StatementCache {
 
     /// BEGIN/COMMIT/ROLLBACK, by ``TransactionStatement``: kept apart from the LRU (they run around every pool
     /// access, and would otherwise take two of its places) and found without hashing their SQL.
-    var transactionStatements: [Statement?] = Array(repeating: nil, count: TransactionStatement.allCases.count)
+    var transactionStatements: [Statement?] = Array(repeating: nil, count: TransactionStatement.allCases.count) {
+        didSet { transactionStatementPointers = transactionStatements.map { $0?.sqliteStatement } }
+    }
+
+    /// The `sqlite3_stmt` of each of ``transactionStatements`` (which own them), so the statements that run around
+    /// every pool access are stepped without retaining and releasing their ``Statement`` (about 200 instructions
+    /// of a pool read with Swift's step and reset around them, issue 23). Emptied with the statements: a
+    /// connection's close finalizes them.
+    private(set) var transactionStatementPointers: [OpaquePointer?] = Array(
+        repeating: nil, count: TransactionStatement.allCases.count)
 
     init(capacity: Int) {
         self.capacity = max(0, capacity)

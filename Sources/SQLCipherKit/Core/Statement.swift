@@ -91,6 +91,15 @@ public final class Statement {
     @exclusivity(unchecked)
     var cursorGeneration = 0
 
+    /// `true` once ``step()`` ran, until the library resets the statement: a statement that may have run (to a row,
+    /// or to its end) must be reset before it is bound again. Lets the paths that reset before binding skip the
+    /// engine's reset, with its mutex, when the statement is already reset (the usual case: every run the library
+    /// finishes resets it). A statement stepped through ``sqliteStatement`` is not seen here; see ``bind(_:at:)``.
+    // Written on every step, from the statement's one thread.
+    @usableFromInline
+    @exclusivity(unchecked)
+    var needsReset = false
+
     /// Compiles exactly one statement. Throws for an empty SQL string or one with a second statement after the first.
     convenience init(handle: ConnectionHandle, sql: String) throws {
         let compiler = StatementCompiler(handle: handle)
@@ -341,9 +350,25 @@ public final class Statement {
     @inlinable
     @inline(__always)
     func bindChecked(_ value: some DatabaseValueConvertible, at index: CInt) throws(DatabaseError) {
-        let code = value.bind(to: DatabaseParameter(sqliteStatement, index)).rawValue
-        if code != SQLITE_OK { throw bindError(code: code, index: index) }
+        var code = value.bind(to: DatabaseParameter(sqliteStatement, index)).rawValue
+        if code != SQLITE_OK {
+            guard resetIfHalted(code) else { throw bindError(code: code, index: index) }
+            code = value.bind(to: DatabaseParameter(sqliteStatement, index)).rawValue
+            if code != SQLITE_OK { throw bindError(code: code, index: index) }
+        }
         if attachesDatabase { noteAttachBinding(value.databaseValue, at: index) }
+    }
+
+    /// After a bind failed with `code`: resets the statement and returns `true` when the failure is SQLite's
+    /// refusal to bind a statement that ran to its end and was not reset (stepped through ``sqliteStatement``, which
+    /// ``needsReset`` does not see). SQLite's own `sqlite3_step` resets such a statement by itself; binding does
+    /// the same here. A statement mid-run (``isBusy``) is not reset: its rows are still being read.
+    @usableFromInline
+    func resetIfHalted(_ code: CInt) -> Bool {
+        guard code == SQLITE_MISUSE, handle.isOpen, sqlite3_stmt_busy(sqliteStatement) == 0 else { return false }
+        sqlite3_reset(sqliteStatement)
+        needsReset = false
+        return true
     }
 
     /// Remembers the file name bound to an ATTACH (never another parameter: the KEY's is a key).
@@ -388,6 +413,7 @@ public final class Statement {
     @inline(__always)
     public func step() throws -> Bool {
         try checkOpen()
+        needsReset = true
         if attachesDatabase {
             return try stepAttachingDatabase()
         }
@@ -435,6 +461,7 @@ public final class Statement {
     public func reset() throws {
         try checkOpen()
         sqlite3_reset(sqliteStatement)
+        needsReset = false
     }
 
     /// Binds the values and runs the statement to completion (for INSERT, UPDATE, DELETE, DDL).
@@ -448,12 +475,14 @@ public final class Statement {
         try runToCompletion()
     }
 
-    /// Resets only a statement left mid-run (an abandoned cursor); ``runToCompletion()`` resets after each run.
+    /// Resets a statement that ran since the library last reset it (an abandoned cursor, a ``step()`` to the end)
+    /// or that is mid-run through ``sqliteStatement``; ``runToCompletion()`` resets after each run.
     @inlinable
     func resetIfBusy() throws {
         try checkOpen()
-        if sqlite3_stmt_busy(sqliteStatement) != 0 {
+        if needsReset || sqlite3_stmt_busy(sqliteStatement) != 0 {
             sqlite3_reset(sqliteStatement)
+            needsReset = false
         }
     }
 
@@ -468,6 +497,7 @@ public final class Statement {
     func runToCompletion() throws {
         while try step() {}
         sqlite3_reset(sqliteStatement)
+        needsReset = false
     }
 
     /// Binds the values and returns a cursor over the result rows.
@@ -500,12 +530,22 @@ public final class Statement {
     func forEachRowInPlace<each Value: DatabaseValueConvertible>(
         _ values: repeat each Value, eachRow body: (Row) throws -> Bool
     ) throws {
-        try reset()
+        // Its callers take the statement from the cache only when it is not mid-run, so it needs a reset only when
+        // it ran since the library last reset it (a caller's step() to the end); the usual read skips the engine's
+        // reset and its mutex (about 66 instructions of a pool read, issue 23).
+        try checkOpen()
+        if needsReset {
+            sqlite3_reset(sqliteStatement)
+            needsReset = false
+        }
         try bind(repeat each values)
         cursorGeneration &+= 1
         let generation = cursorGeneration
         defer {
-            if cursorGeneration == generation && handle.isOpen { sqlite3_reset(sqliteStatement) }
+            if cursorGeneration == generation && handle.isOpen {
+                sqlite3_reset(sqliteStatement)
+                needsReset = false
+            }
         }
         let row = Row(inPlace: self)
         while cursorGeneration == generation, try step() {
