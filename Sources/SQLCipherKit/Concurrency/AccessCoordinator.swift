@@ -1,5 +1,10 @@
 import Dispatch
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A caller waiting for something the coordinator hands over: admission, a reader, the end of in-flight work.
 ///
@@ -568,12 +573,21 @@ final class ReadTiming: Sendable {
     /// Runs `body` and adds its duration to the average (also when it throws).
     @inline(__always)
     func measure<T>(_ body: () throws -> T) rethrows -> T {
-        let start = DispatchTime.now().uptimeNanoseconds
+        let start = Self.nowNanoseconds()
         defer {
-            let elapsed = Int(clamping: DispatchTime.now().uptimeNanoseconds &- start)
+            let elapsed = Self.nowNanoseconds() &- start
             let average = averageNanoseconds.load(ordering: .relaxed)
             averageNanoseconds.store(average + (elapsed - average) / 8, ordering: .relaxed)
         }
         return try body()
+    }
+
+    /// The monotonic clock, read straight from `clock_gettime`: `DispatchTime.now()` converts through
+    /// `dispatch_time` on top of it (about 130 instructions of every async read for the two readings, issue 23).
+    @inline(__always)
+    static func nowNanoseconds() -> Int {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return time.tv_sec &* 1_000_000_000 &+ time.tv_nsec
     }
 }
