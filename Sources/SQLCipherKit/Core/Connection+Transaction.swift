@@ -164,7 +164,7 @@ extension Connection {
             throw error
         }
         let statement = try prepare(which.sql)
-        statementCache.transactionStatements[which.rawValue] = statement
+        statementCache.store(statement, as: which)
         try statement.run()
     }
 

@@ -618,9 +618,8 @@ struct StatementCache {
 
     /// BEGIN/COMMIT/ROLLBACK, by ``TransactionStatement``: kept apart from the LRU (they run around every pool
     /// access, and would otherwise take two of its places) and found without hashing their SQL.
-    var transactionStatements: [Statement?] = Array(repeating: nil, count: TransactionStatement.allCases.count) {
-        didSet { transactionStatementPointers = transactionStatements.map { $0?.sqliteStatement } }
-    }
+    private(set) var transactionStatements: [Statement?] = Array(
+        repeating: nil, count: TransactionStatement.allCases.count)
 
     /// The `sqlite3_stmt` of each of ``transactionStatements`` (which own them), so the statements that run around
     /// every pool access are stepped without retaining and releasing their ``Statement`` (about 200 instructions
@@ -628,6 +627,12 @@ struct StatementCache {
     /// connection's close finalizes them.
     private(set) var transactionStatementPointers: [OpaquePointer?] = Array(
         repeating: nil, count: TransactionStatement.allCases.count)
+
+    /// Keeps `statement` as the connection's `which` statement.
+    mutating func store(_ statement: Statement, as which: TransactionStatement) {
+        transactionStatements[which.rawValue] = statement
+        transactionStatementPointers[which.rawValue] = statement.sqliteStatement
+    }
 
     init(capacity: Int) {
         self.capacity = max(0, capacity)
@@ -703,7 +708,10 @@ struct StatementCache {
         latestSQL = ""
         earlierEntry = nil
         earlierSQL = ""
-        for index in transactionStatements.indices { transactionStatements[index] = nil }
+        for index in transactionStatements.indices {
+            transactionStatements[index] = nil
+            transactionStatementPointers[index] = nil
+        }
     }
 
     var count: Int { entries.count }

@@ -15,6 +15,10 @@ import CSQLCipher
 /// Parameters are numbered from 1, as in SQLite. Binding checks the index or name and the number of arguments, and a
 /// value that SQLite rejects throws. Bound values never appear in errors or descriptions.
 ///
+/// A statement that ran to its end (``step()`` returned `false`) is reset by the next bind or run, as `sqlite3_step`
+/// resets one by itself; a statement still in the middle of its rows (``isBusy``) refuses a new binding until
+/// ``reset()``: binding it throws `SQLITE_MISUSE` (``DatabaseError/SQLITE_MISUSE``).
+///
 /// A statement belongs to its ``Connection`` and, like it, must be used from one thread at a time. When the
 /// connection closes, the statement is finalized with it and every later use throws
 /// ``DatabaseError/connectionClosed``. Otherwise it is finalized when released.
