@@ -161,6 +161,51 @@ struct TransactionTests {
         }
     }
 
+    @Test("a callback that empties the statement cache while BEGIN, COMMIT or ROLLBACK runs leaves that statement alive")
+    func cacheEmptiedDuringTransactionStatement() throws {
+        try withTemporaryDirectory { dir in
+            let db = try openWithTable(dir.path("t.db"))
+            // The slots are prepared; then a rollback hook sets an authorizer, which empties the statement cache
+            // (and with it the slot of the ROLLBACK that is running). The hook's contract says not to use the
+            // connection, but breaking it must not crash: without the fix, the running statement was finalized
+            // under the engine (signal 11 on both engines).
+            try db.beginTransaction()
+            try db.rollback()
+            var rollbacks = 0
+            try db.setRollbackHook {
+                rollbacks += 1
+                try? db.setAuthorizer(nil)
+            }
+            for value in ["rolled back 1", "rolled back 2"] {
+                try db.beginTransaction()
+                try db.execute("INSERT INTO t VALUES (?)", value)
+                try db.rollback()
+                #expect(!db.isInsideTransaction)
+            }
+            #expect(rollbacks == 2)
+            try db.setRollbackHook(nil)
+
+            // A trace handler does the same at the end of each BEGIN and COMMIT (a trace event comes as the
+            // statement ends, inside its step).
+            var emptied = 0
+            try db.trace { event in
+                if event.sql.hasPrefix("BEGIN") || event.sql.hasPrefix("COMMIT") {
+                    emptied += 1
+                    try? db.setAuthorizer(nil)
+                }
+            }
+            for index in 1...20 {
+                try db.transaction { try db.execute("INSERT INTO t VALUES (?)", "kept \(index)") }
+            }
+            try db.trace(nil)
+            #expect(emptied == 40)
+            #expect(try values(db) == (1...20).map { "kept \($0)" })
+
+            let fresh = try openWithTable(dir.path("t.db"))
+            #expect(try fresh.scalar("SELECT count(*) FROM t", as: Int.self) == 20)
+        }
+    }
+
     @Test("a body that issues COMMIT itself gets transactionMisuse")
     func bodyCommits() throws {
         try withTemporaryDirectory { dir in

@@ -53,7 +53,7 @@ extension Connection {
 
     /// Calls `hook` after each rollback (explicit, or after a failed commit). `nil` removes the hook.
     ///
-    /// See [sqlite3_rollback_hook](https://www.sqlite.org/c3ref/commit_hook.html).
+    /// The hook must not use the connection. See [sqlite3_rollback_hook](https://www.sqlite.org/c3ref/commit_hook.html).
     public func setRollbackHook(_ hook: (() -> Void)?) throws {
         let box = hook.map { HookBox<() -> Void>($0) }
         try register("rollbackHook") { connection in

@@ -150,18 +150,21 @@ extension Connection {
     ///
     /// Once prepared, the statement is stepped and reset through its `sqlite3_stmt` directly: nothing else ever
     /// runs it (it is never handed out, and every run ends with a reset, so it is never mid-run or halted), it has no
-    /// parameters, and no ATTACH to check. The connection's close empties the slots as it finalizes them.
+    /// parameters, and no ATTACH to check. The connection's close empties the slots as it finalizes them. A callback
+    /// inside the step that empties the statement cache (a hook or trace handler setting an authorizer) leaves the
+    /// running statement alive until the step is over (see `StatementCache.removeAll()`).
     private func runTransactionStatement(_ which: TransactionStatement) throws {
         if handle.isOpen, let statement = statementCache.transactionStatementPointers[which.rawValue] {
+            statementCache.runningTransactionStatementCount += 1
             var code: CInt
             repeat { code = sqlite3_step(statement) } while code == SQLITE_ROW
-            if code == SQLITE_DONE {
-                sqlite3_reset(statement)
-                return
-            }
-            let error = statementCache.transactionStatements[which.rawValue]!.error(code: code)
+            let error = code == SQLITE_DONE ? nil : EncryptionGuard.error(
+                code: code, connection: handle.sqliteConnection, sql: which.sql, state: handle.guardState)
             sqlite3_reset(statement)
-            throw error
+            statementCache.runningTransactionStatementCount -= 1
+            statementCache.releaseRetiredTransactionStatements()
+            if let error { throw error }
+            return
         }
         let statement = try prepare(which.sql)
         statementCache.store(statement, as: which)

@@ -634,6 +634,20 @@ struct StatementCache {
         transactionStatementPointers[which.rawValue] = statement.sqliteStatement
     }
 
+    /// How many of ``transactionStatements`` are being stepped through their pointer now (more than one when a
+    /// callback inside one runs a transaction of its own).
+    var runningTransactionStatementCount = 0
+
+    /// The transaction statements ``removeAll()`` took out of their slots while one of them was being stepped: a
+    /// callback inside that step (a rollback hook or a trace handler setting an authorizer, say) empties the cache,
+    /// and releasing the running statement would finalize it under the engine. Released when the step is over.
+    private var retiredTransactionStatements: [Statement] = []
+
+    /// Releases the statements retired while a transaction statement ran, once none runs any more.
+    mutating func releaseRetiredTransactionStatements() {
+        if runningTransactionStatementCount == 0 { retiredTransactionStatements.removeAll() }
+    }
+
     init(capacity: Int) {
         self.capacity = max(0, capacity)
     }
@@ -709,6 +723,9 @@ struct StatementCache {
         earlierEntry = nil
         earlierSQL = ""
         for index in transactionStatements.indices {
+            if runningTransactionStatementCount > 0, let statement = transactionStatements[index] {
+                retiredTransactionStatements.append(statement)
+            }
             transactionStatements[index] = nil
             transactionStatementPointers[index] = nil
         }
