@@ -158,17 +158,26 @@ extension Connection {
             statementCache.runningTransactionStatementCount += 1
             var code: CInt
             repeat { code = sqlite3_step(statement) } while code == SQLITE_ROW
-            let error = code == SQLITE_DONE ? nil : EncryptionGuard.error(
-                code: code, connection: handle.sqliteConnection, sql: which.sql, state: handle.guardState)
+            if code != SQLITE_DONE { throw transactionStatementFailed(statement, which, code: code) }
             sqlite3_reset(statement)
-            statementCache.runningTransactionStatementCount -= 1
-            statementCache.releaseRetiredTransactionStatements()
-            if let error { throw error }
+            statementCache.endTransactionStatementRun()
             return
         }
         let statement = try prepare(which.sql)
         statementCache.store(statement, as: which)
         try statement.run()
+    }
+
+    /// The error of a transaction statement whose step failed, built before its reset (which would clear it); the
+    /// SQL is the slot's, as the callback that failed it may have emptied the slot.
+    private func transactionStatementFailed(
+        _ statement: OpaquePointer, _ which: TransactionStatement, code: CInt
+    ) -> DatabaseError {
+        let error = EncryptionGuard.error(
+            code: code, connection: handle.sqliteConnection, sql: which.sql, state: handle.guardState)
+        sqlite3_reset(statement)
+        statementCache.endTransactionStatementRun()
+        return error
     }
 
     private static func nestedTransactionError() -> DatabaseError {
