@@ -223,6 +223,31 @@ struct ConcurrencyTests {
         #expect(try Connection(path: path, key: TestKeys.otherPassphrase).scalar("SELECT count(*) FROM account", as: Int.self) == 10)
     }
 
+    @Test("a pool's rekey refused while another connection has the file open works once that connection closes")
+    func rekeyRefusedThenAllowed() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("refused.db")
+        let pool = try DatabasePool(path: path, keyProvider: .fixed(TestKeys.raw))
+        try pool.write { db in try db.execute("CREATE TABLE t(x); INSERT INTO t VALUES (1), (2), (3)") }
+        let other = try Connection(path: path, key: TestKeys.raw)
+        let error = expectError(.invalidState) { try pool.rekey(to: .fixed(TestKeys.otherPassphrase)) }
+        #expect(error?.message.contains("other connection") == true)
+        #expect(try pool.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) } == 3)
+        other.close()
+        // Before the fix, the refused rekey's recovery opened the writer again over its open handle, which stayed
+        // open and counted as another connection of the process: every later rekey was refused.
+        try pool.rekey(to: .fixed(TestKeys.otherPassphrase))
+        try pool.write { db in try db.execute("INSERT INTO t VALUES (4)") }
+        pool.close()
+        expectError(.wrongKey) { try Connection(path: path, key: TestKeys.raw) }
+        let fresh = try Connection(path: path, key: TestKeys.otherPassphrase)
+        #expect(try fresh.scalar("SELECT count(*) FROM t", as: Int.self) == 4)
+        // No handle of the pool is left open: a connection alone can rekey the file.
+        try fresh.rekey(to: TestKeys.raw)
+        let back = try Connection(path: path, key: TestKeys.raw)
+        #expect(try back.scalar("SELECT count(*) FROM t", as: Int.self) == 4)
+    }
+
     @Test("a queue serialises reads and writes; reads cannot write; re-entrant use is refused")
     func queue() async throws {
         let dir = try TemporaryDirectory()

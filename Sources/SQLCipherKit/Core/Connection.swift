@@ -134,8 +134,13 @@ public final class Connection {
         ])
     }
 
-    /// Opens a new handle with `encryption`, replacing the current (closed) one.
+    /// Opens a new handle with `encryption`, replacing the current one, which is closed first if it is still open.
+    ///
+    /// A pool recovering from a rekey that was refused before it touched anything (another connection had the file
+    /// open) opens its writer again: replacing an open handle without closing it left its `sqlite3` connection open,
+    /// and counted as another connection of the process, which refused every later rekey.
     func open(encryption: Encryption) throws {
+        if handle.isOpen { close() }
         try verifyKeyBeforeWriting(encryption: encryption)
         var createdFile = false
         if options.mode == .readWriteCreate && !options.isURI {
