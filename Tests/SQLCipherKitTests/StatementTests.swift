@@ -409,6 +409,41 @@ struct StatementTests {
         }
     }
 
+    @Test("a cursor not yet stepped keeps its rows when the same SQL runs again through the cache, or its statement runs")
+    func openCursorKeepsItsRows() throws {
+        try withTemporaryDirectory { dir in
+            let db = try openWithTable(dir)
+            try db.execute("INSERT INTO t(a) VALUES (1), (2), (3), (4)")
+            let sql = "SELECT a FROM t WHERE a > ? ORDER BY a"
+
+            // Before the fix the cache handed the cursor's statement (not busy before its first step) to the
+            // second call, which bound 2 over the cursor's 0: the cursor read [3, 4].
+            let rows = try db.cursor(sql, 0)
+            #expect(try db.all(sql, 2) { row in try row[0] as Int } == [3, 4])
+            try db.execute(sql, 3)
+            #expect(try db.first(sql, 1) { row in try row[0] as Int } == 2)
+            #expect(try rows.map { try $0[0] as Int } == [1, 2, 3, 4])
+            // Once the cursor is done, the cache hands its statement out again.
+            #expect(try db.cachedStatement(sql) === rows.statement)
+
+            // A cursor left open without finishing keeps its statement to itself until it is released.
+            var unfinished: RowCursor? = try db.cursor(sql, 0)
+            let held = unfinished?.statement
+            #expect(try db.cachedStatement(sql) !== held)
+            unfinished = nil
+            #expect(try db.cachedStatement(sql) === held)
+
+            // Running a statement ends the cursors over it (as a new cursor does) instead of rebinding under them:
+            // before the fix this cursor read [1, 3, 4].
+            let select = try db.prepare(sql)
+            let cursor = try select.cursor(0)
+            #expect(try cursor.next().map { try $0[0] as Int } == 1)
+            try select.run(2)
+            #expect(try cursor.next() == nil)
+            #expect(try select.cursor(2).map { try $0[0] as Int } == [3, 4])
+        }
+    }
+
     @Test("a cursor reads rows in order and resets the statement at the end")
     func cursorReadsRows() throws {
         try withTemporaryDirectory { dir in

@@ -70,10 +70,10 @@ extension RowCursor {
         do {
             if try statement.step() { return true }
         } catch {
-            isDone = true
+            finish()
             throw error
         }
-        isDone = true
+        finish()
         sqlite3_reset(statement.sqliteStatement)
         return false
     }

@@ -356,7 +356,8 @@ public final class Connection {
     /// When the cached statement is in use by an unfinished cursor, a fresh statement is returned instead.
     @inlinable
     public func cachedStatement(_ sql: String) throws -> Statement {
-        if let statement = statementCache.statement(for: sql), !statement.isBusy {
+        if let statement = statementCache.statement(for: sql), !statement.isBusy,
+           statement.openCursorGeneration == 0 {
             return statement
         }
         return try cacheMiss(sql)
@@ -750,7 +751,7 @@ extension RowCursor {
     @inlinable
     public func close() {
         if !isDone {
-            isDone = true
+            finish()
             if ownsStatement && statement.handle.isOpen { sqlite3_reset(statement.sqliteStatement) }
         }
     }

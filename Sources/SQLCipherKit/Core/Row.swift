@@ -231,8 +231,9 @@ extension Row: CustomStringConvertible {
 ///
 /// The ``Row`` returned by ``next()`` reads the statement's current row and is valid until the next call. The cursor
 /// resets its statement when it is exhausted, when an error occurs, and when it is released early, so no read
-/// transaction is left open behind the caller's back. A new cursor over the same statement ends this one: it then
-/// returns no more rows and no longer resets the statement.
+/// transaction is left open behind the caller's back. A new cursor over the same statement, or a run of it, ends
+/// this one: it then returns no more rows and no longer resets the statement. While a cursor is open, the
+/// connection's statement cache gives other calls with the same SQL a statement of their own.
 public final class RowCursor: DatabaseCursor {
     /// The statement the cursor steps.
     public let statement: Statement
@@ -255,6 +256,15 @@ public final class RowCursor: DatabaseCursor {
         self.columnCount = statement.columnCount
         statement.cursorGeneration &+= 1
         self.generation = statement.cursorGeneration
+        statement.openCursorGeneration = generation
+    }
+
+    /// Marks the cursor finished, and its statement free for the statement cache again if this cursor is its open one.
+    @inlinable
+    @inline(__always)
+    func finish() {
+        isDone = true
+        if statement.openCursorGeneration == generation { statement.openCursorGeneration = 0 }
     }
 
     /// `false` once a newer cursor over the statement exists: resetting or stepping would disturb that one.
@@ -265,6 +275,7 @@ public final class RowCursor: DatabaseCursor {
         if !isDone && ownsStatement && statement.handle.isOpen {
             sqlite3_reset(statement.sqliteStatement)
         }
+        if statement.openCursorGeneration == generation { statement.openCursorGeneration = 0 }
     }
 
     /// Advances to the next row.
@@ -284,10 +295,10 @@ public final class RowCursor: DatabaseCursor {
                 return Row(cursor: self)
             }
         } catch {
-            isDone = true
+            finish()
             throw error
         }
-        isDone = true
+        finish()
         sqlite3_reset(statement.sqliteStatement)
         return nil
     }

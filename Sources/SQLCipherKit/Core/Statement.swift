@@ -95,6 +95,13 @@ public final class Statement {
     @exclusivity(unchecked)
     var cursorGeneration = 0
 
+    /// The generation of the cursor over the statement that has not finished yet (0: none). The statement cache
+    /// hands out no statement with one: before its first step such a statement is not busy, and binding it again
+    /// would give the cursor another binding's rows.
+    @usableFromInline
+    @exclusivity(unchecked)
+    var openCursorGeneration = 0
+
     /// `true` once ``step()`` ran, until the library resets the statement: a statement that may have run (to a row,
     /// or to its end) must be reset before it is bound again. Lets the paths that reset before binding skip the
     /// engine's reset, with its mutex, when the statement is already reset (the usual case: every run the library
@@ -471,12 +478,22 @@ public final class Statement {
     /// Binds the values and runs the statement to completion (for INSERT, UPDATE, DELETE, DDL).
     ///
     /// Rows a SELECT would return are stepped over. Use ``Connection/lastInsertRowID`` and
-    /// ``Connection/changesCount`` for the outcome.
+    /// ``Connection/changesCount`` for the outcome. A cursor still open over the statement ends (it returns no
+    /// more rows), as when a new cursor is made.
     @inlinable
     public func run<each Value: DatabaseValueConvertible>(_ values: repeat each Value) throws {
+        endCursors()
         try resetIfBusy()
         try bind(repeat each values)
         try runToCompletion()
+    }
+
+    /// Ends any cursor over the statement (it returns no more rows), as a new cursor would: running the statement
+    /// rebinds and resets it under that cursor, which would otherwise read another binding's rows.
+    @inlinable
+    func endCursors() {
+        cursorGeneration &+= 1
+        openCursorGeneration = 0
     }
 
     /// Resets a statement that ran since the library last reset it (an abandoned cursor, a ``step()`` to the end)
@@ -490,8 +507,9 @@ public final class Statement {
         }
     }
 
-    /// Binds the arguments and runs the statement to completion.
+    /// Binds the arguments and runs the statement to completion; see ``run(_:)``.
     public func run(arguments: StatementArguments) throws {
+        endCursors()
         try reset()
         try bind(arguments: arguments)
         try runToCompletion()
@@ -543,7 +561,7 @@ public final class Statement {
             needsReset = false
         }
         try bind(repeat each values)
-        cursorGeneration &+= 1
+        endCursors()
         let generation = cursorGeneration
         defer {
             if cursorGeneration == generation && handle.isOpen {
