@@ -111,6 +111,14 @@ public final class Statement {
     @exclusivity(unchecked)
     var needsReset = false
 
+    /// Resets the statement in the engine and notes it (``needsReset``); the connection must be open.
+    @inlinable
+    @inline(__always)
+    func resetNow() {
+        sqlite3_reset(sqliteStatement)
+        needsReset = false
+    }
+
     /// Compiles exactly one statement. Throws for an empty SQL string or one with a second statement after the first.
     convenience init(handle: ConnectionHandle, sql: String) throws {
         let compiler = StatementCompiler(handle: handle)
@@ -377,8 +385,7 @@ public final class Statement {
     @usableFromInline
     func resetIfHalted(_ code: CInt) -> Bool {
         guard code == SQLITE_MISUSE, handle.isOpen, sqlite3_stmt_busy(sqliteStatement) == 0 else { return false }
-        sqlite3_reset(sqliteStatement)
-        needsReset = false
+        resetNow()
         return true
     }
 
@@ -471,8 +478,7 @@ public final class Statement {
     @inlinable
     public func reset() throws {
         try checkOpen()
-        sqlite3_reset(sqliteStatement)
-        needsReset = false
+        resetNow()
     }
 
     /// Binds the values and runs the statement to completion (for INSERT, UPDATE, DELETE, DDL).
@@ -502,8 +508,7 @@ public final class Statement {
     func resetIfBusy() throws {
         try checkOpen()
         if needsReset || sqlite3_stmt_busy(sqliteStatement) != 0 {
-            sqlite3_reset(sqliteStatement)
-            needsReset = false
+            resetNow()
         }
     }
 
@@ -518,8 +523,7 @@ public final class Statement {
     @inlinable
     func runToCompletion() throws {
         while try step() {}
-        sqlite3_reset(sqliteStatement)
-        needsReset = false
+        resetNow()
     }
 
     /// Binds the values and returns a cursor over the result rows.
@@ -557,16 +561,14 @@ public final class Statement {
         // reset and its mutex (about 66 instructions of a pool read, issue 23).
         try checkOpen()
         if needsReset {
-            sqlite3_reset(sqliteStatement)
-            needsReset = false
+            resetNow()
         }
         try bind(repeat each values)
         endCursors()
         let generation = cursorGeneration
         defer {
             if cursorGeneration == generation && handle.isOpen {
-                sqlite3_reset(sqliteStatement)
-                needsReset = false
+                resetNow()
             }
         }
         let row = Row(inPlace: self)
