@@ -6,9 +6,9 @@ import Glibc
 import Darwin
 #endif
 
-/// The shell's state and loop: lines from a ``LineSource`` are gathered until they make a complete statement
-/// (`sqlite3_complete`), which runs through ``ScriptPrinting`` (the SQL guard, as for `exec`); a line that starts
-/// with a dot, outside a statement, is a dot-command.
+/// The shell's state and loop: lines from a ``LineSource`` are gathered in a ``StatementBuffer`` until they make a
+/// complete statement (as `sqlite3_complete` decides), which runs through ``ScriptPrinting`` (the SQL guard, as for
+/// `exec`); a line that starts with a dot, outside a statement, is a dot-command.
 final class ShellSession {
     enum Flow { case proceed, quit }
 
@@ -30,6 +30,8 @@ final class ShellSession {
     private var readDepth = 0
     /// Ctrl-C interrupts the running statement (interactive only).
     var interrupt: StatementInterrupt?
+    /// How many bytes were looked at to find where statements end (the tests count the work with it).
+    private(set) var scannedByteCount = 0
 
     init(connection: Connection, databasePath: String, filesInUse: [String], allowsPlaintext: Bool,
          style: ResultStyle, sink: any TextSink) {
@@ -45,32 +47,43 @@ final class ShellSession {
     /// script, a `.read` file); otherwise it is printed and the next line read (a terminal).
     @discardableResult
     func run(_ source: any LineSource, stopsAtFirstError: Bool) throws -> Flow {
-        var pending = ""
+        var statement = StatementBuffer()
+        func takeStatement() -> StatementBuffer {
+            defer { statement = StatementBuffer() }
+            scannedByteCount += statement.scannedByteCount
+            return statement
+        }
         while true {
-            let input = try source.readLine(prompt: pending.isEmpty ? Self.prompt : Self.continuationPrompt)
+            let input = try source.readLine(prompt: statement.isEmpty ? Self.prompt : Self.continuationPrompt)
             switch input {
             case .interrupted:
-                pending = ""
+                _ = takeStatement()
             case .endOfInput:
+                let last = takeStatement()
                 // What is left without a final semicolon still runs, as in the sqlite3 shell.
-                if !pending.allSatisfy(\.isWhitespace) {
-                    return try perform(source, stopsAtFirstError: stopsAtFirstError) { try runSQL(pending) }
+                guard last.holdsText else { return .proceed }
+                return try perform(source, stopsAtFirstError: stopsAtFirstError) { try runSQL(last.text) }
+            case .unreadable(let reason):
+                // The statement the line belongs to is dropped: run without the line, it would be another statement.
+                _ = takeStatement()
+                let flow = try perform(source, stopsAtFirstError: stopsAtFirstError) {
+                    throw CommandFailure(reason, kind: "invalidArgument")
                 }
-                return .proceed
+                if flow == .quit { return .quit }
             case .line(let line):
-                if pending.isEmpty && line.hasPrefix(".") {
+                if statement.isEmpty && line.hasPrefix(".") {
                     let flow = try perform(source, stopsAtFirstError: stopsAtFirstError) {
                         try runDotCommand(DotCommand(parsing: line))
                     }
                     if flow == .quit { return .quit }
                     continue
                 }
-                if pending.isEmpty && line.allSatisfy(\.isWhitespace) { continue }
-                pending += line + "\n"
-                guard Connection.isCompleteStatement(pending) else { continue }
-                let sql = pending
-                pending = ""
-                if try perform(source, stopsAtFirstError: stopsAtFirstError, { try runSQL(sql) }) == .quit {
+                if statement.isEmpty && line.allSatisfy(\.isWhitespace) { continue }
+                statement.append(line)
+                statement.append("\n")
+                guard statement.isComplete else { continue }
+                let complete = takeStatement()
+                if try perform(source, stopsAtFirstError: stopsAtFirstError, { try runSQL(complete.text) }) == .quit {
                     return .quit
                 }
             }
@@ -109,8 +122,8 @@ final class ShellSession {
 
     private func runSQL(_ sql: String) throws -> Flow {
         interrupt?.statementStarted()
-        let start = ResourceUsage.now
-        defer { if showsTimer { Output.message(ResourceUsage.now.report(since: start)) } }
+        let start = showsTimer ? ResourceUsage.now : nil
+        defer { if let start { Output.message(ResourceUsage.now.report(since: start)) } }
         try ScriptPrinting.run(sql, on: connection, printer: ResultPrinter(style: style, sink: sink))
         return .proceed
     }
@@ -169,7 +182,7 @@ final class ShellSession {
             guard readDepth < Self.readDepthLimit else {
                 throw CommandFailure(".read files read each other more than \(Self.readDepthLimit) deep")
             }
-            let lines = TextLines(try FileAccess.read(arguments[0], purpose: "the SQL file"))
+            let lines = TextLines(try FileAccess.read(arguments[0], purpose: "the SQL file"), source: arguments[0])
             readDepth += 1
             defer { readDepth -= 1 }
             return try run(lines, stopsAtFirstError: true)
