@@ -3,8 +3,9 @@ import SQLCipherKit
 import Testing
 @testable import sqlcipherkit
 
-/// How the shell finds where a statement ends: the same answer as `sqlite3_complete`, and one look at each byte (a
-/// statement of 2N lines costs twice the work of N lines, not four times).
+/// How the shell finds where a statement ends, and whether it holds key material: the same answer as
+/// `sqlite3_complete`, one look at each byte (a statement of 2N lines costs twice the work of N lines, not four
+/// times), and no key left in the history.
 @Suite("sqlcipherkit shell: where statements end")
 struct ShellStatementScanTests {
     /// Pieces that exercise every state of `sqlite3_complete`: quotes of each kind, comments of both kinds and
@@ -113,6 +114,36 @@ struct ShellStatementScanTests {
             while case .line = try lines.readLine(prompt: "") { count += 1 }
             #expect(count == lineCount)
             #expect(lines.scannedByteCount == bytes.count, "\(name): \(lines.scannedByteCount) for \(bytes.count)")
+        }
+    }
+
+    @Test("key material is found in every spelling that can carry a key, and not in everyday SQL")
+    func keyMaterial() {
+        let secret = [
+            "PRAGMA key = 'secret';", "PRAGMA key 'secret';", "pragma KEY=\"secret\"", "PRAGMA main.key = 'secret'",
+            "PRAGMA rekey = x'00112233'", "PRAGMA hexkey = '0011'", "PRAGMA hexrekey='0011'", "PRAGMA textkey = 's'",
+            "PRAGMA \"key\" = 'secret'", "PRAGMA key = secret", "PRAGMA key = 12345",
+            "ATTACH 'o.db' AS o KEY 'secret'", "attach database 'o.db' as o key char(115)", "ATTACH 'o.db' AS o KEY s",
+            "EXPLAIN ATTACH 'o.db' AS o KEY 'secret'", "ATACH 'o.db' AS o KEY 'secret'", "SELECT 1; ATTACH 'o' AS o KEY 'k'",
+            "ATTACH 'file:o.db?key=secret' AS o", "ATTACH 'file:o.db?hexkey=00' AS o", "ATTACH 'file:o.db?k%65y=s' AS o",
+            "VACUUM INTO 'file:c.db?textkey=s'", "ATTACH \"file:o.db?key=s\" AS o", "SELECT 1 WHERE key = -5",
+            "ATTACH 'o.db' AS o KEY\n'secret'", "PRAGMA key = /* c */ 'secret'", "ATTACH 'file:o.db?key=never closed",
+        ]
+        let everyday = [
+            "CREATE TABLE t(id INTEGER PRIMARY KEY, k TEXT)", "CREATE TABLE c(a, FOREIGN KEY (a) REFERENCES t(id))",
+            "PRAGMA foreign_keys = ON", "PRAGMA foreign_key_check", "SELECT key, value FROM json_each('[1]')",
+            "ATTACH 'o.db' AS o", "SELECT 'keyboard'", "INSERT INTO t(k) VALUES ('monkey')", "PRAGMA user_version = 3",
+            "SELECT 1; PRAGMA table_info('key')", "CREATE TABLE kv(key PRIMARY KEY, v)",
+        ]
+        for text in secret {
+            var buffer = StatementBuffer()
+            buffer.append(text)
+            #expect(buffer.holdsKeyMaterial, "\(text)")
+        }
+        for text in everyday {
+            var buffer = StatementBuffer()
+            buffer.append(text)
+            #expect(!buffer.holdsKeyMaterial, "\(text)")
         }
     }
 }

@@ -66,7 +66,7 @@ final class LineEditor: LineSource {
                 return .line(line)
             case .interrupt:
                 Output.write("^C\n", to: output)
-                currentStatementEntryCount = 0
+                // The shell says whether the statement it drops held key material (statementEnded).
                 return .interrupted
             case .endOfFile where state.buffer.isEmpty:
                 Output.write("\n", to: output)

@@ -35,8 +35,9 @@ enum LineInput: Equatable {
 protocol LineSource: AnyObject {
     /// The next line, without its line end. `prompt` is shown only by interactive sources.
     func readLine(prompt: String) throws -> LineInput
-    /// The statement whose lines were read since the last call has ended. With `isSecret`, the guard refused it as
-    /// a key PRAGMA: the lines are dropped from the history.
+    /// The statement whose lines were read since the last call has ended (run, failed, or dropped by Ctrl-C). With
+    /// `isSecret` its lines are dropped from the history: it holds key material (``KeyMaterialScan``), or the guard
+    /// refused it as a key PRAGMA.
     func statementEnded(isSecret: Bool)
 }
 

@@ -57,16 +57,18 @@ final class ShellSession {
             let input = try source.readLine(prompt: statement.isEmpty ? Self.prompt : Self.continuationPrompt)
             switch input {
             case .interrupted:
-                _ = takeStatement()
+                source.statementEnded(isSecret: takeStatement().holdsKeyMaterial)
             case .endOfInput:
                 let last = takeStatement()
                 // What is left without a final semicolon still runs, as in the sqlite3 shell.
                 guard last.holdsText else { return .proceed }
-                return try perform(source, stopsAtFirstError: stopsAtFirstError) { try runSQL(last.text) }
+                return try perform(source, stopsAtFirstError: stopsAtFirstError, isSecret: last.holdsKeyMaterial) {
+                    try runSQL(last.text)
+                }
             case .unreadable(let reason):
                 // The statement the line belongs to is dropped: run without the line, it would be another statement.
-                _ = takeStatement()
-                let flow = try perform(source, stopsAtFirstError: stopsAtFirstError) {
+                let dropped = takeStatement()
+                let flow = try perform(source, stopsAtFirstError: stopsAtFirstError, isSecret: dropped.holdsKeyMaterial) {
                     throw CommandFailure(reason, kind: "invalidArgument")
                 }
                 if flow == .quit { return .quit }
@@ -83,9 +85,10 @@ final class ShellSession {
                 statement.append("\n")
                 guard statement.isComplete else { continue }
                 let complete = takeStatement()
-                if try perform(source, stopsAtFirstError: stopsAtFirstError, { try runSQL(complete.text) }) == .quit {
-                    return .quit
+                let flow = try perform(source, stopsAtFirstError: stopsAtFirstError, isSecret: complete.holdsKeyMaterial) {
+                    try runSQL(complete.text)
                 }
+                if flow == .quit { return .quit }
             }
         }
     }
@@ -96,16 +99,19 @@ final class ShellSession {
         try closeOutputFile()
     }
 
+    /// Runs one input (a statement or a dot-command). With `isSecret` (it holds key material) its lines leave the
+    /// history and its error is told without the statement or SQLite's message.
     private func perform(
-        _ source: any LineSource, stopsAtFirstError: Bool, _ body: () throws -> Flow
+        _ source: any LineSource, stopsAtFirstError: Bool, isSecret: Bool = false, _ body: () throws -> Flow
     ) throws -> Flow {
         do {
             let flow = try body()
             try sink.flush()
-            source.statementEnded(isSecret: false)
+            source.statementEnded(isSecret: isSecret)
             return flow
         } catch {
-            source.statementEnded(isSecret: Self.isRefusedKeyStatement(error))
+            let error = isSecret ? Self.withoutKeyMaterial(error) : error
+            source.statementEnded(isSecret: isSecret || Self.isRefusedKeyStatement(error))
             if stopsAtFirstError { throw error }
             SQLCipherKitCommand.report(error)
             return .proceed
@@ -116,6 +122,18 @@ final class ShellSession {
     private static func isRefusedKeyStatement(_ error: any Error) -> Bool {
         guard let error = error as? DatabaseError else { return false }
         return error.resultCode == DatabaseError.SQLITE_AUTH && error.sql == nil
+    }
+
+    /// The error of a statement that holds key material, without the statement and without SQLite's message, which
+    /// can quote the text near the error (`near "'secret'": syntax error`). A refusal of the guard (SQLITE_AUTH) keeps
+    /// its reason, which the library words without the SQL.
+    static func withoutKeyMaterial(_ error: any Error) -> any Error {
+        guard let error = error as? DatabaseError else { return error }
+        let reason = error.resultCode == DatabaseError.SQLITE_AUTH
+            ? error.reason
+            : "SQLite error \(error.extendedResultCode) in a statement that holds key material; neither the statement"
+                + " nor SQLite's message is shown, since they could quote the key"
+        return DatabaseError(kind: error.kind, code: error.extendedResultCode, message: reason, remedy: error.remedy)
     }
 
     // MARK: - SQL

@@ -1,10 +1,12 @@
 /// The lines of the statement the shell is gathering, with what it needs to know as each line arrives: whether the
-/// text ends with a complete statement (the answer `sqlite3_complete` gives, see ``CompletenessCheck``). Every byte
-/// is looked at once, when it is appended: a statement of N lines costs N lines of work, not N².
+/// text ends with a complete statement (the answer `sqlite3_complete` gives, see ``CompletenessCheck``) and whether it
+/// holds key material (``KeyMaterialScan``). Every byte is looked at once, when it is appended: a statement of N lines
+/// costs N lines of work, not N².
 struct StatementBuffer {
     private(set) var bytes: [UInt8] = []
     private var lexer = SQLLexer()
     private var completeness = CompletenessCheck()
+    private var keyMaterial = KeyMaterialScan()
     /// Whether a byte other than a space was appended.
     private(set) var holdsText = false
 
@@ -25,12 +27,13 @@ struct StatementBuffer {
         if !holdsText { holdsText = newBytes.contains { !Self.isSpace($0) } }
         // The parts are moved out while the lexer runs: the tokens it hands back update them, and they read the
         // bytes in place.
-        var (lexer, completeness) = (self.lexer, self.completeness)
-        defer { (self.lexer, self.completeness) = (lexer, completeness) }
+        var (lexer, completeness, keyMaterial) = (self.lexer, self.completeness, self.keyMaterial)
+        defer { (self.lexer, self.completeness, self.keyMaterial) = (lexer, completeness, keyMaterial) }
         bytes.withUnsafeBufferPointer { all in
             for byte in all[start...] {
                 lexer.feed(byte) { token in
                     completeness.consume(token, in: all)
+                    keyMaterial.consume(token, in: all)
                 }
             }
         }
@@ -40,6 +43,23 @@ struct StatementBuffer {
     /// bodies, with nothing after it but spaces and comments.
     var isComplete: Bool {
         completeness.isComplete(endingIn: lexer.mode)
+    }
+
+    /// Whether the text holds key material, or could (``KeyMaterialScan``). A token the text ends in (a word, a
+    /// string left open) counts as if it were ended.
+    var holdsKeyMaterial: Bool {
+        guard !keyMaterial.holdsKeyMaterial else { return true }
+        guard lexer.mode != .between else { return false }
+        var lexer = self.lexer
+        var scan = keyMaterial
+        var text = bytes
+        var ending: [UInt8] = [0x20]
+        if case .quoted(let quote) = lexer.mode { ending.insert(quote, at: 0) }
+        text.append(contentsOf: ending)
+        text.withUnsafeBufferPointer { all in
+            for byte in ending { lexer.feed(byte) { scan.consume($0, in: all) } }
+        }
+        return scan.holdsKeyMaterial
     }
 
     /// Where the lexer ended: inside a comment, a string, a word, or between tokens.
