@@ -76,6 +76,59 @@ struct ShellDumpTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: scratch.path("d.sql"))).isEmpty)
     }
 
+    @Test("a CREATE whose text ends inside a comment is ended so that the dump loads back (sqlite3's own does not)")
+    func statementsEndingInComments() throws {
+        let scratch = try Scratch()
+        let (keyPath, key) = try scratch.rawKeyFile("k")
+        let db = try Connection(path: scratch.path("source.db"), key: key)
+        // One statement per call: SQLite keeps each text up to its last token, the comment at its end included.
+        for statement in [
+            "CREATE TABLE t(x)", "INSERT INTO t VALUES (1)", "CREATE VIEW v_line AS SELECT x FROM t -- ends here",
+            "CREATE VIEW v_open AS SELECT 2 AS two /* never closed", "CREATE INDEX t_x ON t(x) -- no line end",
+            "CREATE VIEW v_star AS SELECT 3 AS three /* ends in a star *",
+        ] {
+            try db.execute(statement)
+        }
+        let schema = try db.all("SELECT name, sql FROM sqlite_master WHERE type = 'view' ORDER BY name") { row in
+            try row["sql"] as String
+        }
+        db.close()
+        #expect(schema.last == "CREATE VIEW v_star AS SELECT 3 AS three /* ends in a star *", "kept as typed")
+        let result = try runSubprocess(
+            ["shell", "source.db", "--key-file", keyPath, "--allow-plaintext"],
+            standardInput: Array(".output dump.sql\n.dump\n.output schema.sql\n.schema\n".utf8), in: scratch)
+        #expect(result.status == 0, "\(result)")
+        let dump = try String(contentsOfFile: scratch.path("dump.sql"), encoding: .utf8)
+        #expect(dump.contains("CREATE VIEW v_line AS SELECT x FROM t -- ends here\n;\n"), "\(dump)")
+        #expect(dump.contains("CREATE VIEW v_open AS SELECT 2 AS two /* never closed*/;\n"), "\(dump)")
+        #expect(dump.contains("CREATE VIEW v_star AS SELECT 3 AS three /* ends in a star */;\n"), "\(dump)")
+        #expect(dump.hasSuffix("\nCOMMIT;\n"))
+        // The dump and .schema load back, by sqlite3 and by this shell, with every object.
+        let schemaText = try String(contentsOfFile: scratch.path("schema.sql"), encoding: .utf8)
+        try SQLCipherShell.run(scratch.path("by-sqlite3.db"), script: dump, shell: SQLCipherShell.stockSQLitePath)
+        try SQLCipherShell.run(scratch.path("schema-by-sqlite3.db"), script: schemaText, shell: SQLCipherShell.stockSQLitePath)
+        let loaded = try runSubprocess(
+            ["shell", "by-shell.db", "--key-file", keyPath, "--create"], standardInput: Array(dump.utf8), in: scratch)
+        #expect(loaded.status == 0, "\(loaded)")
+        for copy in [
+            try Connection(path: scratch.path("by-sqlite3.db"), encryption: .none),
+            try Connection(path: scratch.path("schema-by-sqlite3.db"), encryption: .none),
+            try Connection(path: scratch.path("by-shell.db"), key: key),
+        ] {
+            #expect(try copy.scalar("SELECT count(*) FROM sqlite_master", as: Int.self) == 5)
+            #expect(try copy.scalar("SELECT two + three FROM v_open, v_star", as: Int.self) == 5)
+            copy.close()
+        }
+        // sqlite3's own dump of the same (decrypted) file puts COMMIT inside the open comment: nothing loads.
+        _ = try runSubprocess(
+            ["decrypt", "source.db", "plain.db", "--key-file", keyPath, "--allow-plaintext"], in: scratch)
+        let theirs = try ShellDumpDifferentialTests.sqlite3(scratch.path("plain.db"), script: Array(".dump\n".utf8))
+        _ = try ShellDumpDifferentialTests.sqlite3(scratch.path("theirs.db"), script: Array(theirs.output))
+        let theirsLoaded = try Connection(path: scratch.path("theirs.db"), encryption: .none)
+        #expect(try theirsLoaded.scalar("SELECT count(*) FROM sqlite_master", as: Int.self) == 0)
+        theirsLoaded.close()
+    }
+
     @Test("the stock sqlite3 shell reads the dump back into a plaintext database with the same rows and schema")
     func stockShellReadsItBack() throws {
         let scratch = try Scratch()

@@ -31,6 +31,9 @@ struct SQLDump {
             }
         }
         let literals = try SQLLiteral(connection: connection)
+        // Text is read as its bytes, so that text that is not valid UTF-8 is written as it is stored. In a UTF-16
+        // database the bytes would be UTF-16: there the text is read as SQLite converts it.
+        let readsTextBytes = try connection.scalar("PRAGMA encoding", as: String.self) == "UTF-8"
         let tables = try connection.all(
             "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL"
                 + " AND (?1 IS NULL OR tbl_name LIKE ?1) ORDER BY tbl_name = 'sqlite_sequence', rowid",
@@ -47,15 +50,15 @@ struct SQLDump {
             } else if lowercasedName.hasPrefix("sqlite_") || isShadowTable(table.name, of: virtualTables) {
                 continue
             } else {
-                try sink.write(table.sql + ";\n")
+                try sink.write(Self.terminated(table.sql) + "\n")
             }
-            try writeRows(of: table.name, literals: literals, to: sink)
+            try writeRows(of: table.name, literals: literals, readsTextBytes: readsTextBytes, to: sink)
         }
         let others = try connection.all(
             "SELECT sql FROM sqlite_master WHERE type IN ('index', 'trigger', 'view') AND sql IS NOT NULL"
                 + " AND (?1 IS NULL OR tbl_name LIKE ?1) ORDER BY rowid",
             tablePattern, as: String.self)
-        for sql in others { try sink.write(sql + ";\n") }
+        for sql in others { try sink.write(Self.terminated(sql) + "\n") }
         try sink.write("COMMIT;\n")
         try sink.flush()
     }
@@ -67,20 +70,60 @@ struct SQLDump {
         }
     }
 
-    private func writeRows(of table: String, literals: SQLLiteral, to sink: any TextSink) throws {
+    private func writeRows(
+        of table: String, literals: SQLLiteral, readsTextBytes: Bool, to sink: any TextSink
+    ) throws {
         let quotedTable = Connection.quoteIdentifier(table)
         // Generated columns (SQLite 3.31+) cannot be inserted: list the others. table_xinfo is unknown to older
         // engines, which ignore an unknown PRAGMA and return no row; they have no generated column either.
-        let columns = try connection.all("PRAGMA table_xinfo(\(quotedTable))") { row in
+        var columns = try connection.all("PRAGMA table_xinfo(\(quotedTable))") { row in
             (name: try row["name"] as String, hidden: try row["hidden"] as Int)
         }
-        let writable = columns.filter { $0.hidden == 0 }
-        let listsColumns = !columns.isEmpty && writable.count != columns.count
-        let selected = listsColumns ? writable.map { Connection.quoteIdentifier($0.name) }.joined(separator: ",") : "*"
-        let prefix = "INSERT INTO \(quotedTable)" + (listsColumns ? "(\(selected))" : "") + " VALUES("
-        try connection.cursor("SELECT \(selected) FROM \(quotedTable)").forEach { row in
-            let values = try row.databaseValues.map(literals.literal)
-            try sink.write(prefix + values.joined(separator: ",") + ");\n")
+        let listsColumns = columns.contains { $0.hidden != 0 }
+        if columns.isEmpty {
+            columns = try connection.all("PRAGMA table_info(\(quotedTable))") { row in (name: try row["name"] as String, hidden: 0) }
+        }
+        let names = columns.filter { $0.hidden == 0 }.map { Connection.quoteIdentifier($0.name) }
+        let prefix = "INSERT INTO \(quotedTable)" + (listsColumns ? "(\(names.joined(separator: ",")))" : "") + " VALUES("
+        guard readsTextBytes && !names.isEmpty else {
+            try connection.cursor("SELECT \(listsColumns ? names.joined(separator: ",") : "*") FROM \(quotedTable)")
+                .forEach { row in
+                    let values = try row.databaseValues.map(literals.literal)
+                    try sink.write(prefix + values.joined(separator: ",") + ");\n")
+                }
+            return
+        }
+        // Each column twice: text as its bytes (any other value as it is), and whether it is text.
+        let selected = names.map { name in
+            "CASE WHEN typeof(\(name)) = 'text' THEN CAST(\(name) AS BLOB) ELSE \(name) END, typeof(\(name)) = 'text'"
+        }
+        try connection.cursor("SELECT \(selected.joined(separator: ", ")) FROM \(quotedTable)").forEach { row in
+            let values = try row.databaseValues
+            var literalTexts: [String] = []
+            literalTexts.reserveCapacity(names.count)
+            for index in stride(from: 0, to: values.count, by: 2) {
+                if case .integer(1) = values[index + 1], case .blob(let bytes) = values[index] {
+                    literalTexts.append(SQLLiteral.literal(textBytes: bytes))
+                } else {
+                    literalTexts.append(try literals.literal(values[index]))
+                }
+            }
+            try sink.write(prefix + literalTexts.joined(separator: ",") + ");\n")
+        }
+    }
+
+    /// `sql` (a `CREATE` statement as SQLite keeps it) and the semicolon that ends it. SQLite keeps the text up to
+    /// its last token, so a view or index can end inside a comment: after `-- …` the semicolon goes on a line of its
+    /// own (on the same line it would be part of the comment, and so would everything after it), and a `/* …`
+    /// that was never closed is closed first (the only way to end the statement; the comment's text stays).
+    static func terminated(_ sql: String) -> String {
+        var buffer = StatementBuffer()
+        buffer.append(sql)
+        switch buffer.endMode {
+        case .lineComment: return sql + "\n;"
+        case .blockComment: return sql + "*/;"
+        case .blockCommentStar: return sql + "/;"
+        case .between, .word, .quoted, .slash, .dash: return sql + ";"
         }
     }
 }

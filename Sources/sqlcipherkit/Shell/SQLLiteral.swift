@@ -3,8 +3,9 @@ import SQLCipherKit
 /// Values as SQL literals for `.dump`, each of which reads back as exactly the value it was made from:
 ///
 /// - text in single quotes, quotes doubled; a newline or tab stays as it is, but text holding any other control
-///   character (a carriage return, an escape sequence, NUL) is written `CAST(X'<UTF-8 hex>' AS TEXT)`, so the dump
-///   holds no byte that acts on a terminal and loses nothing (it is read as UTF-8, SQLite's default encoding);
+///   character (a carriage return, an escape sequence, NUL), and text whose bytes are not valid UTF-8, is written
+///   `CAST(X'<UTF-8 hex>' AS TEXT)`, so the dump holds no byte that acts on a terminal and loses nothing (it is read
+///   as UTF-8, SQLite's default encoding);
 /// - blobs `X'<hex>'`, integers in decimal, NULL;
 /// - reals as the shortest decimal that reads back as the same double, when the linked engine reads it back so.
 ///   SQLite's decimal parser before 3.43 is not always correctly rounded (a value can come back one unit in the last
@@ -27,6 +28,15 @@ final class SQLLiteral {
         case .text(let text): return Self.literal(text)
         case .blob(let bytes): return "X'" + Hex.string(bytes) + "'"
         }
+    }
+
+    /// The literal of text stored as `bytes` (UTF-8 as SQLite keeps it): as ``literal(_:)-swift.type.method`` when
+    /// they are valid UTF-8, otherwise `CAST(X'<hex>' AS TEXT)`, which gives back the same bytes.
+    static func literal(textBytes bytes: [UInt8]) -> String {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            return "CAST(X'" + Hex.string(bytes) + "' AS TEXT)"
+        }
+        return literal(text)
     }
 
     static func literal(_ text: String) -> String {

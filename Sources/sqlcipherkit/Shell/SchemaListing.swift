@@ -12,13 +12,14 @@ enum SchemaListing {
             pattern, as: String.self)
     }
 
-    /// The `CREATE` statements, each ending with a semicolon, in the order they were made.
+    /// The `CREATE` statements, each ending with a semicolon (``SQLDump/terminated(_:)``), in the order they were
+    /// made.
     static func schema(matching pattern: String?, on connection: Connection) throws -> [String] {
         try connection.all(
             "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
                 + " AND (?1 IS NULL OR name LIKE ?1 OR tbl_name LIKE ?1) ORDER BY rowid",
             pattern, as: String.self
-        ).map { $0 + ";" }
+        ).map(SQLDump.terminated)
     }
 
     /// Index names (those SQLite made for UNIQUE and PRIMARY KEY constraints included).
