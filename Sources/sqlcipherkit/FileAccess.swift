@@ -37,15 +37,27 @@ enum FileAccess {
         }
     }
 
-    /// Opens `path` for the shell's `.output`: created with mode 0600; never through a symbolic link (O_NOFOLLOW);
-    /// an existing file only when it is a regular file of this user's that other users cannot read (the output is
-    /// plaintext; a file someone else made in a shared folder stays theirs to read), and never one of `protected`
-    /// (the database, its -wal, -shm and -journal, the key file: truncating one would destroy the data or the key).
-    /// Truncated only once all of that is checked.
+    /// Opens `path` for the shell's `.output` and `.once`: created with mode 0600; never through a symbolic link
+    /// (O_NOFOLLOW); an existing file only when it is a regular file of this user's that other users cannot read (the
+    /// output is plaintext; a file someone else made in a shared folder stays theirs to read), and never one of
+    /// `protected` (the database, its -wal, -shm and -journal, the key file: truncating one would destroy the data or
+    /// the key). Truncated only once all of that is checked. A refusal leaves nothing behind: a protected name is
+    /// refused before anything is created (a -journal that does not exist yet would otherwise be made, empty), and a
+    /// file this call created is removed if it is then refused.
     static func openForOutput(_ path: String, protecting protected: [String]) throws -> CInt {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        if let target = canonicalPath(path),
+           let file = protected.first(where: { protectedPaths($0).contains(target) }) {
+            throw CommandFailure("cannot write to \(path): it is \(file), which the shell uses", kind: "fileSystem")
+        }
+        let flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK
+        var created = true
+        var descriptor = open(path, flags | O_CREAT | O_EXCL, 0o600)
+        if descriptor < 0 && errno == EEXIST {
+            created = false
+            descriptor = open(path, flags)
+        }
         guard descriptor >= 0 else {
-            let reason = errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))
+            let reason = errno == ELOOP || errno == EEXIST ? "it is a symbolic link" : String(cString: strerror(errno))
             throw CommandFailure("cannot write to \(path): \(reason)", kind: "fileSystem")
         }
         var status = stat()
@@ -61,10 +73,15 @@ enum FileAccess {
                 + " in plaintext: remove it or chmod 600 it first"
         } else if let file = protected.first(where: { isSameFile(status, $0) }) {
             refusal = "it is \(file), which the shell uses"
-        } else if ftruncate(descriptor, 0) != 0 {
+        } else if !created && ftruncate(descriptor, 0) != 0 {
             refusal = String(cString: strerror(errno))
         }
         if let refusal {
+            // Removed only while the name is still the file made here.
+            var current = stat()
+            if created && lstat(path, &current) == 0 && current.st_dev == status.st_dev && current.st_ino == status.st_ino {
+                unlink(path)
+            }
             closeDescriptor(descriptor)
             throw CommandFailure("cannot write to \(path): \(refusal)", kind: "fileSystem")
         }
@@ -75,6 +92,37 @@ enum FileAccess {
     /// The files `.output` must never truncate: the database, its side files, the key file.
     static func filesInUse(database: String, keyFile: String?) -> [String] {
         ["", "-wal", "-shm", "-journal"].map { database + $0 } + (keyFile.map { [$0] } ?? [])
+    }
+
+    /// `path` with its folder resolved (symbolic links, `.`, `..`) and its last name as it is, whether or not the file
+    /// exists; `nil` when the folder does not exist.
+    static func canonicalPath(_ path: String) -> String? {
+        let trimmed = path.hasSuffix("/") ? String(path.dropLast()) : path
+        let slash = trimmed.lastIndex(of: "/")
+        let folder = slash.map { $0 == trimmed.startIndex ? "/" : String(trimmed[..<$0]) } ?? "."
+        let name = slash.map { String(trimmed[trimmed.index(after: $0)...]) } ?? trimmed
+        guard !name.isEmpty, let resolved = realpath(folder, nil) else { return nil }
+        defer { free(resolved) }
+        let folderPath = String(cString: resolved)
+        return (folderPath == "/" ? "" : folderPath) + "/" + name
+    }
+
+    /// The paths by which `file` may be reached: as named, and (when it is a symbolic link, as a database may be)
+    /// where it leads, since SQLite makes a database's side files beside the file the link leads to.
+    private static func protectedPaths(_ file: String) -> Set<String> {
+        var paths: Set<String> = []
+        if let named = canonicalPath(file) { paths.insert(named) }
+        for suffix in ["-wal", "-shm", "-journal"] where file.hasSuffix(suffix) {
+            if let resolved = realpath(String(file.dropLast(suffix.count)), nil) {
+                paths.insert(String(cString: resolved) + suffix)
+                free(resolved)
+            }
+        }
+        if let resolved = realpath(file, nil) {
+            paths.insert(String(cString: resolved))
+            free(resolved)
+        }
+        return paths
     }
 
     /// Whether `status` is the file at `path` (same device and inode).

@@ -164,16 +164,18 @@ struct ShellScriptTests {
         #expect(missing.status == 1 && missing.standardError.contains("nosuch.sql"), "\(missing)")
     }
 
-    @Test(".output writes a new file with mode 0600, then goes back to standard output")
+    @Test(".output writes a new file with mode 0600 (with --allow-plaintext), then goes back to standard output")
     func outputFile() throws {
         let f = try Fixture()
-        let result = try f.shell(".output out.csv\n.mode csv\nSELECT id FROM item;\n.tables\n.output\nSELECT 'back';\n")
+        let result = try f.shell(
+            ".output out.csv\n.mode csv\nSELECT id FROM item;\n.tables\n.output\nSELECT 'back';\n", ["--allow-plaintext"])
         #expect(result.status == 0, "\(result)")
         #expect(result.standardOutput == "back\r\n")
+        #expect(result.standardError.contains("UNENCRYPTED to out.csv"), "\(result)")
         #expect(try String(contentsOfFile: f.scratch.path("out.csv"), encoding: .utf8) == "1\r\n2\r\n3\r\nitem\n")
         #expect(try fileMode(f.scratch.path("out.csv")) == 0o600)
         // Written again: truncated first.
-        _ = try f.shell(".output out.csv\nSELECT 'again';\n")
+        _ = try f.shell(".output out.csv\nSELECT 'again';\n", ["--allow-plaintext"])
         #expect(try String(contentsOfFile: f.scratch.path("out.csv"), encoding: .utf8) == "again\n")
     }
 
@@ -195,7 +197,7 @@ struct ShellScriptTests {
             cases.append(("theirs.txt", "another user"))
         }
         for (path, reason) in cases {
-            let result = try f.shell(".output \(path)\nSELECT body FROM item;\n")
+            let result = try f.shell(".output \(path)\nSELECT body FROM item;\n", ["--allow-plaintext"])
             #expect(result.status == 1, "\(result)")
             #expect(result.standardError.contains(reason), "\(result)")
             #expect(result.standardOutput.isEmpty)

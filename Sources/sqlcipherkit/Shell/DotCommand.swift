@@ -47,7 +47,10 @@ struct DotCommand: Equatable {
         .indexes [TABLE]       the indexes (of the tables matching TABLE)
         .mode MODE             list, csv, json, table, box or line
         .nullvalue TEXT        what NULL prints as in list, table, box and line modes (default \\N)
-        .output [FILE]         write the results to FILE (created with mode 0600), or back to standard output
+        .once FILE             the next statement's results to FILE (mode 0600), UNENCRYPTED: only with
+                               --allow-plaintext
+        .output [FILE]         the results to FILE (mode 0600), UNENCRYPTED: only with --allow-plaintext;
+                               without FILE (or with stdout) back to standard output
         .read FILE             run the statements and dot-commands of FILE
         .schema [PATTERN]      the CREATE statements (of the objects or tables matching PATTERN)
         .tables [PATTERN]      the tables and views (matching PATTERN)

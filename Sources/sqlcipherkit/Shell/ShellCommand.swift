@@ -29,8 +29,9 @@ struct ShellCommand: SQLSessionCommand {
             Not on a terminal (a script on standard input): no prompt; the first error stops the shell with the \
             error's exit status, like sqlite3 -bail, and what came before it stays done.
 
-            .dump writes the content UNENCRYPTED (as decrypt does): it is refused unless the shell was started \
-            with --allow-plaintext, which also lets the SQL ATTACH a database without a key.
+            .dump, .output FILE and .once FILE write UNENCRYPTED text (as decrypt does): they are refused unless \
+            the shell was started with --allow-plaintext, which also lets the SQL ATTACH a database without a \
+            key. Results on standard output need nothing.
 
             Examples:
               sqlcipherkit shell notes.db --key-file notes.key
@@ -54,7 +55,7 @@ struct ShellCommand: SQLSessionCommand {
     @Flag(help: "Create the database (mode 0600) when it does not exist.")
     var create = false
 
-    @Flag(help: "Allow what writes plaintext: .dump, and ATTACH without a key.")
+    @Flag(help: "Allow what writes plaintext: .dump, .output FILE, .once FILE, and ATTACH without a key.")
     var allowPlaintext = false
 
     @OptionGroup(title: "Printing (the starting .mode, .headers and .nullvalue)")

@@ -27,6 +27,9 @@ final class ShellSession {
     private let standardSink: any TextSink
     private var fileSink: FileSink?
     private var sink: any TextSink { fileSink ?? standardSink }
+    /// After `.once FILE`: how many inputs (the `.once` itself, then the next one) before the output goes back to
+    /// standard output; 0 otherwise.
+    private var onceCountdown = 0
     private var readDepth = 0
     /// Ctrl-C interrupts the running statement (interactive only).
     var interrupt: StatementInterrupt?
@@ -108,10 +111,12 @@ final class ShellSession {
             let flow = try body()
             try sink.flush()
             source.statementEnded(isSecret: isSecret)
+            try countDownOnce()
             return flow
         } catch {
             let error = isSecret ? Self.withoutKeyMaterial(error) : error
             source.statementEnded(isSecret: isSecret || Self.isRefusedKeyStatement(error))
+            try? countDownOnce()
             if stopsAtFirstError { throw error }
             SQLCipherKitCommand.report(error)
             return .proceed
@@ -167,7 +172,8 @@ final class ShellSession {
             try writeLines(SchemaListing.indexes(ofTablesMatching: optionalPattern(), on: connection))
         case "dump":
             let pattern = try optionalPattern()
-            try refuseWithoutPlaintextPermission()
+            try refuseWithoutPlaintextPermission(
+                ".dump writes the database's content UNENCRYPTED, which anyone who can read the output can read")
             Output.message(
                 "warning: .dump writes the content of \(databasePath) UNENCRYPTED to"
                     + " \(fileSink?.path ?? "standard output"); anyone who can read it can read the data")
@@ -189,12 +195,8 @@ final class ShellSession {
             style.nullValue = arguments[0]
         case "timer":
             showsTimer = try command.switchArgument()
-        case "output":
-            guard arguments.count <= 1 else { throw command.usage("[FILE]") }
-            try closeOutputFile()
-            if let path = arguments.first, path != "stdout" {
-                fileSink = FileSink(path: path, descriptor: try FileAccess.openForOutput(path, protecting: filesInUse))
-            }
+        case "output", "once":
+            try redirectOutput(command)
         case "read":
             guard arguments.count == 1 else { throw command.usage("FILE") }
             guard readDepth < Self.readDepthLimit else {
@@ -214,16 +216,57 @@ final class ShellSession {
         for line in lines { try sink.write(line + "\n") }
     }
 
-    private func refuseWithoutPlaintextPermission() throws {
+    /// `.dump`, `.output FILE` and `.once FILE` write plaintext: only with `--allow-plaintext`.
+    private func refuseWithoutPlaintextPermission(_ what: String) throws {
         guard allowsPlaintext else {
-            throw CommandFailure(
-                ".dump writes the database's content UNENCRYPTED, which anyone who can read the output can read;"
-                    + " start the shell with --allow-plaintext to allow it",
-                status: .usage)
+            throw CommandFailure("\(what); start the shell with --allow-plaintext to allow it", status: .usage)
         }
     }
 
+    // MARK: - Output
+
+    /// `.output [FILE]` and `.once FILE`. A file gets the results in plaintext: refused without `--allow-plaintext`
+    /// (standard output needs nothing), created with mode 0600 (``FileAccess/openForOutput(_:protecting:)``).
+    private func redirectOutput(_ command: DotCommand) throws {
+        let isOnce = command.name == "once"
+        let usage = isOnce ? "FILE" : "[FILE]"
+        guard command.arguments.count <= 1 else { throw command.usage(usage) }
+        let target = command.arguments.first
+        if let target, target.hasPrefix("|") {
+            throw CommandFailure(
+                ".\(command.name) |COMMAND is not supported: the shell runs no other program; write to a file (with"
+                    + " --allow-plaintext) and run the program on it", status: .usage)
+        }
+        if let target, target.hasPrefix("-") {
+            throw CommandFailure(
+                ".\(command.name) takes no option (-x, -e, --bom are sqlite3's); name a file starting with a dash"
+                    + " as ./\(target)", status: .usage)
+        }
+        guard let path = target, path != "stdout" else {
+            if isOnce { throw command.usage(usage) }
+            try closeOutputFile()
+            return
+        }
+        try refuseWithoutPlaintextPermission(
+            ".\(command.name) FILE writes the results UNENCRYPTED to a file, which anyone who can read it can read"
+                + " (results on standard output need nothing)")
+        try closeOutputFile()
+        fileSink = FileSink(path: path, descriptor: try FileAccess.openForOutput(path, protecting: filesInUse))
+        Output.message(
+            "warning: the results go UNENCRYPTED to \(path)" + (isOnce ? " (the next statement's only)" : "")
+                + "; anyone who can read it can read them")
+        if isOnce { onceCountdown = 2 }
+    }
+
+    /// Called after every input: the output goes back to standard output after the input that follows `.once`.
+    private func countDownOnce() throws {
+        guard onceCountdown > 0 else { return }
+        onceCountdown -= 1
+        if onceCountdown == 0 { try closeOutputFile() }
+    }
+
     private func closeOutputFile() throws {
+        onceCountdown = 0
         defer { fileSink = nil }
         try fileSink?.close()
     }
