@@ -95,7 +95,7 @@ struct ShellScriptTests {
             └───┘
             .dump [TABLE]
             """))
-        #expect(result.standardOutput.contains(".import FILE TABLE"))
+        #expect(result.standardOutput.contains(".import [--csv] [--skip N] FILE TABLE"))
         #expect(result.standardError.contains("Run Time: real "), "\(result)")
     }
 

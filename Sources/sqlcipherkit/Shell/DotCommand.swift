@@ -43,7 +43,10 @@ struct DotCommand: Equatable {
         .exit, .quit           leave the shell
         .headers on|off        column names before the rows in list and csv modes
         .help                  this list
-        .import FILE TABLE     CSV records (RFC 4180) into TABLE, created from the header when missing
+        .import [--csv] [--skip N] FILE TABLE
+                               CSV records (RFC 4180) into TABLE, after skipping N of them; a missing
+                               TABLE is made from the first record, the header; into an existing
+                               table every record is a row (as in sqlite3)
         .indexes [TABLE]       the indexes (of the tables matching TABLE)
         .mode MODE             list, csv, json, table, box or line
         .nullvalue TEXT        what NULL prints as in list, table, box and line modes (default \\N)

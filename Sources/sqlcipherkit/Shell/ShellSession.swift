@@ -180,9 +180,15 @@ final class ShellSession {
             interrupt?.statementStarted()
             try SQLDump(connection: connection, tablePattern: pattern).write(to: sink)
         case "import":
-            guard arguments.count == 2 else { throw command.usage("FILE TABLE") }
+            let request = try CSVImport.Request(parsing: command)
             interrupt?.statementStarted()
-            _ = try CSVImport.run(file: arguments[0], table: arguments[1], on: connection)
+            let outcome = try CSVImport.run(request, on: connection)
+            if outcome.firstRowMatchesColumnNames {
+                Output.message(
+                    "warning: the first record of \(request.file) holds the column names of \(request.table) and was"
+                        + " imported as a row (into an existing table every record is a row, as in sqlite3);"
+                        + " .import --skip 1 skips a header")
+            }
         case "mode":
             guard arguments.count == 1, let mode = ResultMode(rawValue: arguments[0].lowercased()) else {
                 throw command.usage(ResultMode.allCases.map(\.rawValue).joined(separator: "|"))
