@@ -26,7 +26,9 @@ struct ExecCommand: SQLSessionCommand {
             NULL is \\N (--null-value changes it), a blob \\x<hex>: a value never breaks the line and NULL \
             differs from the text 'NULL'. csv is RFC 4180 (NULL an empty field, '' as ""). json prints one array \
             of objects per statement, numbers as numbers, blobs as {"base64": ...}. table and box draw a grid, \
-            line prints "column = value" lines. --json instead prints the one JSON object of every subcommand.
+            line prints "column = value" lines, column aligns the columns as sqlite3's .mode column does (with \
+            --header, the names over a line of dashes). --json instead prints the one JSON object of every \
+            subcommand.
 
             Example:
               sqlcipherkit exec notes.db --key-file notes.key "SELECT count(*) FROM note"
@@ -138,11 +140,11 @@ struct PrintingOptions: ParsableArguments {
     @Option(help: ArgumentHelp("How rows are printed.", valueName: "mode"))
     var mode: ResultMode?
 
-    @Flag(help: "Print the column names before each statement's rows (list and csv; the other modes always do).")
+    @Flag(help: "Print the column names before each statement's rows (list, csv, column; the others always do).")
     var header = false
 
     @Option(help: ArgumentHelp(
-        "What NULL prints as in list, table, box and line modes (default \\N).", valueName: "text"))
+        "What NULL prints as in list, table, box, line and column modes (default \\N).", valueName: "text"))
     var nullValue: String?
 
     var style: ResultStyle {

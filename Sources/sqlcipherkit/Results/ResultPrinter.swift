@@ -1,14 +1,16 @@
 import SQLCipherKit
 
 /// Prints the rows of one statement after another in a ``ResultStyle``: `begin` with the column names, `add` each
-/// row, `end`. List, CSV, JSON and line modes stream; table and box keep the statement's rows until `end` to size the
-/// columns.
+/// row, `end`. List, CSV, JSON and line modes stream; table, box and column keep the statement's rows until `end` to
+/// size the columns.
 final class ResultPrinter {
     private let style: ResultStyle
     private let sink: any TextSink
     private var columns: [String] = []
     private var rowCount = 0
     private var gridRows: [[String]] = []
+    /// Column mode's rows, `nil` for NULL.
+    private var columnRows: [[String?]] = []
 
     init(style: ResultStyle, sink: any TextSink) {
         self.style = style
@@ -19,21 +21,24 @@ final class ResultPrinter {
         self.columns = columns
         rowCount = 0
         gridRows = []
+        columnRows = []
     }
 
     func add(_ values: [DatabaseValue]) throws {
         defer { rowCount += 1 }
         switch style.mode {
         case .list:
+            let (separator, end) = (style.effectiveColumnSeparator, style.effectiveRowSeparator)
             if rowCount == 0 && style.showsHeader {
-                try sink.write(columns.map(ValueText.escaped).joined(separator: "\t") + "\n")
+                try sink.write(columns.map(ValueText.escaped).joined(separator: separator) + end)
             }
-            try sink.write(values.map { ValueText.list($0, nullValue: style.nullValue) }.joined(separator: "\t") + "\n")
+            try sink.write(values.map { ValueText.list($0, nullValue: style.nullValue) }.joined(separator: separator) + end)
         case .csv:
+            let (separator, end) = (style.effectiveColumnSeparator, style.effectiveRowSeparator)
             if rowCount == 0 && style.showsHeader {
-                try sink.write(columns.map { ValueText.csvField($0) }.joined(separator: ",") + "\r\n")
+                try sink.write(columns.map { ValueText.csvField($0, separator: separator) }.joined(separator: separator) + end)
             }
-            try sink.write(values.map(ValueText.csv).joined(separator: ",") + "\r\n")
+            try sink.write(values.map { ValueText.csv($0, separator: separator) }.joined(separator: separator) + end)
         case .json:
             let members = zip(columns, values).map { ValueText.jsonString($0) + ":" + ValueText.json($1) }
             try sink.write((rowCount == 0 ? "[" : ",\n") + "{" + members.joined(separator: ",") + "}")
@@ -48,6 +53,9 @@ final class ResultPrinter {
             try sink.write(lines)
         case .table, .box:
             gridRows.append(values.map { ValueText.list($0, nullValue: style.nullValue) })
+        case .column:
+            // NULL is kept apart: it prints as the null text, never wrapped (as in sqlite3).
+            columnRows.append(values.map { $0.isNull ? nil : ValueText.list($0, nullValue: "") })
         }
     }
 
@@ -58,10 +66,16 @@ final class ResultPrinter {
             try sink.write("]\n")
         case .table where rowCount > 0, .box where rowCount > 0:
             try sink.write(Grid(header: columns.map(ValueText.escaped), rows: gridRows).text(boxed: style.mode == .box))
+        case .column where rowCount > 0:
+            let layout = ColumnLayout(
+                header: columns.map(ValueText.escaped), rows: columnRows, widths: style.columnWidths,
+                nullValue: style.nullValue)
+            try sink.write(layout.text(showsHeader: style.showsHeader))
         default:
             break
         }
         gridRows = []
+        columnRows = []
         try sink.flush()
     }
 }

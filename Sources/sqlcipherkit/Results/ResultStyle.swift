@@ -14,11 +14,14 @@ enum ResultMode: String, CaseIterable, ExpressibleByArgument, Sendable {
     case box
     /// One `column = value` line per column, a blank line between rows.
     case line
+    /// Aligned columns separated by two spaces, as the sqlite3 shell's `.mode column` (its 3.40 layout): with the
+    /// header, the column names and a line of dashes; a value wider than its column's width goes on over more lines.
+    case column
 
     /// Whether the header is part of the mode, whatever `--header`/`.headers` say.
     var alwaysShowsColumnNames: Bool {
         switch self {
-        case .list, .csv: false
+        case .list, .csv, .column: false
         case .json, .table, .box, .line: true
         }
     }
@@ -27,11 +30,28 @@ enum ResultMode: String, CaseIterable, ExpressibleByArgument, Sendable {
 /// The options of the printing: the mode, whether list and CSV print the column names first, and NULL's text in the
 /// modes that print text.
 struct ResultStyle: Sendable {
-    /// What NULL prints as in list, table, box and line modes when nothing else is asked for: no value escaped by
+    /// What NULL prints as in list, table, box, line and column modes when nothing else is asked for: no value escaped by
     /// ``ValueText/escaped(_:)`` can be it, so NULL and the text 'NULL' differ.
     static let defaultNullValue = #"\N"#
 
     var mode: ResultMode = .list
     var showsHeader = false
     var nullValue = ResultStyle.defaultNullValue
+    /// The shell's `.separator`: between the values of list and csv modes (`nil`: a tab, a comma).
+    var columnSeparator: String?
+    /// The shell's `.separator`: after each row of list and csv modes (`nil`: a newline, CRLF).
+    var rowSeparator: String?
+    /// The shell's `.width`: the widths of column mode's columns, in order (0: as wide as the values, up to 60; a
+    /// negative width aligns to the right).
+    var columnWidths: [Int] = []
+
+    /// The separator between values in `mode`.
+    var effectiveColumnSeparator: String {
+        columnSeparator ?? (mode == .csv ? "," : "\t")
+    }
+
+    /// The separator after each row in `mode`.
+    var effectiveRowSeparator: String {
+        rowSeparator ?? (mode == .csv ? "\r\n" : "\n")
+    }
 }

@@ -53,18 +53,22 @@ enum ValueText {
 
     // MARK: - csv
 
-    static func csv(_ value: DatabaseValue) -> String {
+    static func csv(_ value: DatabaseValue, separator: String = ",") -> String {
         switch value {
         case .null: ""
-        case .text(let text): csvField(text, quotesEmpty: true)
+        case .text(let text): csvField(text, quotesEmpty: true, separator: separator)
         default: list(value, nullValue: "")
         }
     }
 
-    /// One field: quoted when it holds a separator, a quote or a line end (or, with `quotesEmpty`, nothing at all).
-    static func csvField(_ text: String, quotesEmpty: Bool = false) -> String {
+    /// One field: quoted when it holds a separator (a comma, or the shell's `.separator`), a quote or a line end
+    /// (or, with `quotesEmpty`, nothing at all).
+    static func csvField(_ text: String, quotesEmpty: Bool = false, separator: String = ",") -> String {
         if text.isEmpty { return quotesEmpty ? #""""# : "" }
-        guard text.unicodeScalars.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" }) else {
+        let holdsSeparator = separator != "," && !separator.isEmpty && text.contains(separator)
+        guard holdsSeparator
+            || text.unicodeScalars.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" })
+        else {
             return text
         }
         return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""

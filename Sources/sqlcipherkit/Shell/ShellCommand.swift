@@ -15,19 +15,22 @@ struct ShellCommand: SQLSessionCommand {
             The key comes from --key-file or --key-env, or is asked without echo; never from an argument, never \
             in SQL (PRAGMA key and every cipher PRAGMA are refused, as in exec). A statement ends with a \
             semicolon and may span lines. Lines that start with a dot are commands; .help lists them: .tables, \
-            .schema, .indexes, .dump, .import FILE TABLE (CSV), .mode list|csv|json|table|box|line, .headers, \
-            .nullvalue, .output FILE (created with mode 0600, never through a symbolic link), .read FILE, .timer, \
-            .quit. The modes print as exec's: list (the default) one line per row, tab-separated, a tab or \
-            newline in a value escaped, NULL as \\N; csv per RFC 4180; json one array of objects per \
-            statement; table, box and line to read at a terminal.
+            .schema, .indexes, .dump, .import [--csv] [--skip N] FILE TABLE (CSV), \
+            .mode list|csv|json|table|box|line|column, .headers, .nullvalue, .separator, .width, .show, \
+            .output FILE and .once FILE (created with mode 0600, never through a symbolic link), .read FILE, \
+            .timer, .quit. The modes print as exec's: list (the default) one line per row, tab-separated, a tab \
+            or newline in a value escaped, NULL as \\N; csv per RFC 4180; json one array of objects per \
+            statement; table, box, line and column (as sqlite3's, .width sets its widths) to read at a terminal. \
+            .backup, .open and the other sqlite3 commands that are not here say what to use instead.
 
             On a terminal: line editing (arrows, Home/End, Ctrl-A/E/B/F/U/K/W/L), up and down through the \
-            statements typed, kept in memory only (there is no history file), Ctrl-C to drop the line or \
-            interrupt the running statement, Ctrl-D on an empty line to leave. An error is printed and the shell \
-            goes on.
+            statements typed, kept in memory only (there is no history file; a statement that holds key \
+            material, such as ATTACH ... KEY, is not kept), Ctrl-C to drop the line or interrupt the running \
+            statement, Ctrl-D on an empty line to leave. An error is printed and the shell goes on.
 
             Not on a terminal (a script on standard input): no prompt; the first error stops the shell with the \
-            error's exit status, like sqlite3 -bail, and what came before it stays done.
+            error's exit status, like sqlite3 -bail, and what came before it stays done. A NUL byte, or bytes \
+            that are not UTF-8, in a line is an error.
 
             .dump, .output FILE and .once FILE write UNENCRYPTED text (as decrypt does): they are refused unless \
             the shell was started with --allow-plaintext, which also lets the SQL ATTACH a database without a \
@@ -87,10 +90,14 @@ struct ShellCommand: SQLSessionCommand {
         let connection = try openConnection()
         defer { connection.close() }
         let collected = Output.isJSON ? CollectingSink() : nil
+        var style = printing.style
+        // As sqlite3's `.mode column`: the header is shown unless asked for (or against).
+        if style.mode == .column && !printing.header { style.showsHeader = true }
         let session = ShellSession(
             connection: connection, databasePath: database,
             filesInUse: FileAccess.filesInUse(database: database, keyFile: key.files.first),
-            allowsPlaintext: allowPlaintext, style: printing.style, sink: collected ?? StandardOutputSink())
+            allowsPlaintext: allowPlaintext, style: style, headersWereChosen: printing.header,
+            sink: collected ?? StandardOutputSink())
         defer { if let collected { Output.setJSONResult(ShellReport(output: collected.text)) } }
         if isInteractive {
             try runInteractive(session, connection: connection)

@@ -23,6 +23,8 @@ final class ShellSession {
     private let filesInUse: [String]
     private let allowsPlaintext: Bool
     private var style: ResultStyle
+    /// Whether `.headers` (or `--header`) chose the header: `.mode column` then leaves it as it is, as in sqlite3.
+    private var headersWereChosen: Bool
     private var showsTimer = false
     private let standardSink: any TextSink
     private var fileSink: FileSink?
@@ -37,12 +39,13 @@ final class ShellSession {
     private(set) var scannedByteCount = 0
 
     init(connection: Connection, databasePath: String, filesInUse: [String], allowsPlaintext: Bool,
-         style: ResultStyle, sink: any TextSink) {
+         style: ResultStyle, headersWereChosen: Bool = false, sink: any TextSink) {
         self.connection = connection
         self.databasePath = databasePath
         self.filesInUse = filesInUse
         self.allowsPlaintext = allowsPlaintext
         self.style = style
+        self.headersWereChosen = headersWereChosen
         standardSink = sink
     }
 
@@ -194,11 +197,27 @@ final class ShellSession {
                 throw command.usage(ResultMode.allCases.map(\.rawValue).joined(separator: "|"))
             }
             style.mode = mode
+            style.columnSeparator = nil
+            style.rowSeparator = nil
+            if mode == .column && !headersWereChosen { style.showsHeader = true }
         case "headers", "header":
             style.showsHeader = try command.switchArgument()
+            headersWereChosen = true
         case "nullvalue":
             guard arguments.count == 1 else { throw command.usage("TEXT") }
             style.nullValue = arguments[0]
+        case "separator":
+            guard (1...2).contains(arguments.count) else { throw command.usage("COLUMN [ROW]") }
+            style.columnSeparator = DotCommand.unescaped(arguments[0])
+            if arguments.count == 2 { style.rowSeparator = DotCommand.unescaped(arguments[1]) }
+        case "width":
+            style.columnWidths = try arguments.map { argument in
+                guard let width = Int(argument) else { throw command.usage("[WIDTH ...] (whole numbers)") }
+                return width
+            }
+        case "show":
+            guard arguments.isEmpty else { throw command.usage("") }
+            try sink.write(settings())
         case "timer":
             showsTimer = try command.switchArgument()
         case "output", "once":
@@ -213,6 +232,9 @@ final class ShellSession {
             defer { readDepth -= 1 }
             return try run(lines, stopsAtFirstError: true)
         default:
+            if let pointer = DotCommand.pointer(for: command.name) {
+                throw CommandFailure(pointer, status: .usage)
+            }
             throw CommandFailure("unknown command .\(command.name); enter .help for the list", status: .usage)
         }
         return .proceed
@@ -275,6 +297,26 @@ final class ShellSession {
         onceCountdown = 0
         defer { fileSink = nil }
         try fileSink?.close()
+    }
+
+    /// `.show`: the settings, one per line, as sqlite3 prints them (names right-aligned, texts in C quotes).
+    private func settings() -> String {
+        let widths = style.columnWidths.map { "\($0) " }.joined()
+        let lines: [(String, String)] = [
+            ("headers", style.showsHeader ? "on" : "off"),
+            ("mode", style.mode.rawValue),
+            ("nullvalue", DotCommand.cQuoted(style.nullValue)),
+            ("output", fileSink?.path ?? "stdout"),
+            ("colseparator", DotCommand.cQuoted(style.effectiveColumnSeparator)),
+            ("rowseparator", DotCommand.cQuoted(style.effectiveRowSeparator)),
+            ("timer", showsTimer ? "on" : "off"),
+            ("width", widths),
+            ("filename", databasePath),
+            ("plaintext", allowsPlaintext ? "allowed (--allow-plaintext)" : "refused (no --allow-plaintext)"),
+        ]
+        return lines.map { name, value in
+            String(repeating: " ", count: max(0, 12 - name.count)) + name + ": " + value + "\n"
+        }.joined()
     }
 }
 
