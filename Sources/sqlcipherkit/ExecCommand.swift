@@ -14,7 +14,9 @@ struct ExecCommand: SQLSessionCommand {
         discussion: CipherOptions.withFoldedNote("""
             The SQL comes from the argument, from standard input when the argument is - (not with --key-stdin), \
             or from a file with --file. The statements run one after the other (not in one transaction unless \
-            the SQL says so) and stop at the first error. A missing database is an error unless --create is \
+            the SQL says so) and stop at the first error: those before it stay committed, except in a transaction \
+            the SQL began and did not end, which is rolled back from its BEGIN (a script that ends inside its \
+            transaction is an error too). A missing database is an error unless --create is \
             given (then it is created, mode 0600). A plaintext (unencrypted) database is opened only with \
             --plaintext, and then without a key. Cipher and key PRAGMAs are refused: keys never travel in SQL. \
             ATTACH without a key (or with KEY '') is refused unless --allow-plaintext is given, and so is a key in \
@@ -27,8 +29,9 @@ struct ExecCommand: SQLSessionCommand {
             differs from the text 'NULL'. csv is RFC 4180 (NULL an empty field, '' as ""). json prints one array \
             of objects per statement, numbers as numbers, blobs as {"base64": ...}. table and box draw a grid, \
             line prints "column = value" lines, column aligns the columns as sqlite3's .mode column does (with \
-            --header, the names over a line of dashes). --json instead prints the one JSON object of every \
-            subcommand.
+            --header, the names over a line of dashes). JSON has no infinite number: an infinite real is \
+            {"real": "Infinity"} (or "-Infinity") in json mode and in --json. --json instead prints the one JSON \
+            object of every subcommand, saying which statements ran and which were kept.
 
             Example:
               sqlcipherkit exec notes.db --key-file notes.key "SELECT count(*) FROM note"
@@ -101,12 +104,40 @@ struct ExecCommand: SQLSessionCommand {
         let connection = try openConnection()
         defer { connection.close() }
         let script = try loadScript()
-        if Output.isJSON {
-            try runForJSON(script, on: connection)
-        } else {
-            let sink = StandardOutputSink()
-            defer { try? sink.flush() }
-            try ScriptPrinting.run(script, on: connection, printer: ResultPrinter(style: printing.style, sink: sink))
+        let ledger = ScriptLedger()
+        var results: [ExecReport.StatementResult] = []
+        defer {
+            Output.setJSONResult(ExecReport(results: results, ledger: ledger))
+        }
+        do {
+            if Output.isJSON {
+                var current: Statement?
+                try connection.executeScript(script, eachRow: { statement, row in
+                    if current !== statement {
+                        current = statement
+                        results.append(ExecReport.StatementResult(
+                            statement: ledger.completedCount + 1, columns: statement.columnNames, rows: []))
+                    }
+                    results[results.count - 1].rows.append(try row.databaseValues.map(ExecReport.Value.init))
+                }, afterEachStatement: { _ in ledger.statementEnded(on: connection) })
+            } else {
+                let sink = StandardOutputSink()
+                defer { try? sink.flush() }
+                try ScriptPrinting.run(
+                    script, on: connection, printer: ResultPrinter(style: printing.style, sink: sink),
+                    afterEachStatement: { _ in ledger.statementEnded(on: connection) })
+            }
+        } catch {
+            ledger.stopped(on: connection, failed: true)
+            Output.message(ledger.failureNote)
+            throw error
+        }
+        ledger.stopped(on: connection, failed: false)
+        if let start = ledger.rolledBackFrom {
+            throw CommandFailure(
+                "the SQL left a transaction open (statement \(start) began it and no COMMIT ended it): it was rolled"
+                    + " back, so nothing written from statement \(start) on was kept; end the transaction with COMMIT",
+                kind: "invalidState")
         }
     }
 
@@ -120,18 +151,53 @@ struct ExecCommand: SQLSessionCommand {
         }
         return sql ?? ""
     }
+}
 
-    private func runForJSON(_ script: String, on connection: Connection) throws {
-        var results: [ExecReport.StatementResult] = []
-        var current: Statement?
-        defer { Output.setJSONResult(ExecReport(results: results)) }
-        try connection.executeScript(script) { statement, row in
-            if current !== statement {
-                current = statement
-                results.append(ExecReport.StatementResult(columns: statement.columnNames, rows: []))
-            }
-            results[results.count - 1].rows.append(try row.databaseValues.map(ExecReport.Value.init))
+/// Which statements of an `exec` script ran and which of them were kept. The statements are not wrapped in a
+/// transaction (as sqlite3 runs them): each one that ends outside a transaction the SQL began is committed when it
+/// ends, and the first error stops the run. A transaction the SQL began and did not end (the run failed inside it, or
+/// the script has no COMMIT) is rolled back, and with it every statement from the one that began it.
+final class ScriptLedger {
+    /// The statements that ran to their end: the first `completedCount` of the script.
+    private(set) var completedCount = 0
+    /// The statement that began the transaction open after the last completed statement.
+    private var openTransactionStart: Int?
+    /// The statement that failed, once the run stopped on an error.
+    private(set) var failedStatement: Int?
+    /// The statement from which nothing was kept, once the run stopped inside a transaction.
+    private(set) var rolledBackFrom: Int?
+
+    func statementEnded(on connection: Connection) {
+        completedCount += 1
+        if connection.isInsideTransaction {
+            if openTransactionStart == nil { openTransactionStart = completedCount }
+        } else {
+            openTransactionStart = nil
         }
+    }
+
+    /// The run is over: a transaction still open is rolled back now (closing the connection would do it too; here
+    /// it is said). After a failure inside a transaction the engine may have rolled it back itself: not kept either.
+    func stopped(on connection: Connection, failed: Bool) {
+        if failed { failedStatement = completedCount + 1 }
+        if connection.isInsideTransaction { try? connection.execute("ROLLBACK") }
+        rolledBackFrom = openTransactionStart
+    }
+
+    /// What ran and what stays, said before the error of a failed run.
+    var failureNote: String {
+        let failed = "statement \(completedCount + 1) failed"
+        guard completedCount > 0 else { return "\(failed); no statement before it ran" }
+        let ran = completedCount == 1 ? "statement 1" : "statements 1-\(completedCount)"
+        guard let start = rolledBackFrom else {
+            return "\(failed); \(ran) ran and \(completedCount == 1 ? "stays" : "stay") committed"
+        }
+        let kept = switch start {
+        case 1: "none stays"
+        case 2: "statement 1 stays committed"
+        default: "statements 1-\(start - 1) stay committed"
+        }
+        return "\(failed) inside the transaction statement \(start) began, which was rolled back: \(ran) ran, \(kept)"
     }
 }
 
@@ -159,10 +225,12 @@ struct PrintingOptions: ParsableArguments {
     }
 }
 
-/// `exec --json`'s `result`: one entry per statement that returned rows, rows as arrays of values (blobs as
-/// `x'<hex>'` strings).
+/// `exec --json`'s `result`: one entry per statement that returned rows (its 1-based number in the script), rows as
+/// arrays of values (blobs as `x'<hex>'` strings, non-finite reals as `{"real": "Infinity"}`), and which statements
+/// ran and were kept (``ScriptLedger``).
 struct ExecReport: Encodable, Sendable {
     struct StatementResult: Encodable, Sendable {
+        let statement: Int
         let columns: [String]
         var rows: [[Value]]
     }
@@ -184,6 +252,15 @@ struct ExecReport: Encodable, Sendable {
         }
 
         func encode(to encoder: any Encoder) throws {
+            switch self {
+            case .real(let real) where !real.isFinite:
+                // JSON has no infinity or NaN: an object, which no number and no text can be mistaken for.
+                var container = encoder.container(keyedBy: NonFiniteKey.self)
+                try container.encode(ValueText.nonFiniteName(real), forKey: .real)
+                return
+            default:
+                break
+            }
             var container = encoder.singleValueContainer()
             switch self {
             case .null: try container.encodeNil()
@@ -192,7 +269,19 @@ struct ExecReport: Encodable, Sendable {
             case .text(let text): try container.encode(text)
             }
         }
+
+        private enum NonFiniteKey: String, CodingKey { case real }
     }
 
     let results: [StatementResult]
+    let completedStatementCount: Int
+    @Nullable var failedStatement: Int?
+    @Nullable var rolledBackFrom: Int?
+
+    init(results: [StatementResult], ledger: ScriptLedger) {
+        self.results = results
+        completedStatementCount = ledger.completedCount
+        failedStatement = ledger.failedStatement
+        rolledBackFrom = ledger.rolledBackFrom
+    }
 }

@@ -30,6 +30,7 @@ final class JSONReport: Sendable {
 ///
 /// Every key is always present; `error` and `result` are `null` when there is none.
 struct JSONEnvelope: Encodable {
+    let status: ExitStatus
     let ok: Bool
     let exitStatus: Int32
     let command: String
@@ -38,6 +39,7 @@ struct JSONEnvelope: Encodable {
     let result: (any Encodable)?
 
     init(command: String, status: ExitStatus, error: (any Error)?, result: (any Encodable)?) {
+        self.status = status
         ok = status == .success
         exitStatus = status.rawValue
         self.command = command
@@ -64,14 +66,27 @@ struct JSONEnvelope: Encodable {
         }
     }
 
-    /// Prints the envelope on standard output (or into the test capture).
-    func print() {
+    /// Prints the envelope on standard output (or into the test capture) and returns the exit status it states: the
+    /// command's, or ``ExitStatus/failure`` when the result could not be encoded (then the object printed says
+    /// that, so the exit status and the JSON never disagree).
+    func print() -> ExitStatus {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let text = (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) }
-            ?? #"{"ok": false, "exitStatus": 1, "command": "\#(command)", "error": {"kind": "internal", "code": null, "#
-            + #""message": "the report could not be encoded"}, "engine": null, "result": null}"#
-        Output.result(text)
+        do {
+            Output.result(String(decoding: try encoder.encode(self), as: UTF8.self))
+            return status
+        } catch {
+            let failure = CommandFailure(
+                "the JSON report could not be encoded (\(error)); the command itself ended with exit status"
+                    + " \(status.rawValue)")
+            Output.message("error: \(failure.message)")
+            let fallback = JSONEnvelope(command: command, status: .failure, error: failure, result: nil)
+            let text = (try? encoder.encode(fallback)).map { String(decoding: $0, as: UTF8.self) }
+                ?? #"{"ok": false, "exitStatus": 1, "command": "\#(command)", "error": {"kind": "failure", "#
+                + #""code": null, "message": "the JSON report could not be encoded"}, "engine": null, "result": null}"#
+            Output.result(text)
+            return .failure
+        }
     }
 }
 

@@ -66,7 +66,8 @@ struct SQLCipherKitCommand: ParsableCommand {
         } catch {
             let status = report(error)
             if status != .success && arguments.contains("--json") {
-                JSONEnvelope(command: commandName(in: arguments), status: status, error: error, result: nil).print()
+                return JSONEnvelope(command: commandName(in: arguments), status: status, error: error, result: nil)
+                    .print()
             }
             return status
         }
@@ -88,7 +89,7 @@ struct SQLCipherKitCommand: ParsableCommand {
         }
         let status = failure.map { report($0) } ?? .success
         if let jsonReport {
-            JSONEnvelope(
+            return JSONEnvelope(
                 command: jsonReport.command, status: status, error: failure, result: jsonReport.recordedResult
             ).print()
         }

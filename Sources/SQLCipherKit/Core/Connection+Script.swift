@@ -17,6 +17,14 @@ extension Connection {
     ///   - body: Called with the statement and each of its rows; the row is valid only during the call.
     /// - Throws: The first statement's error, naming that statement's SQL; the statements before it stay executed.
     public func executeScript(_ sql: String, eachRow body: (Statement, Row) throws -> Void) throws {
+        try executeScript(sql, eachRow: body, afterEachStatement: { _ in })
+    }
+
+    /// ``executeScript(_:eachRow:)``, calling `ended` after each statement has run to its end (not after the one
+    /// that fails): `sqlcipherkit exec` reports which statements of a script ran and which transaction was left open.
+    package func executeScript(
+        _ sql: String, eachRow body: (Statement, Row) throws -> Void, afterEachStatement ended: (Statement) throws -> Void
+    ) throws {
         _ = try checkedConnection(sql: sql)
         let handle = handle
         let compiler = StatementCompiler(handle: handle)
@@ -24,6 +32,7 @@ extension Connection {
         try compiler.forEachStatement(in: sql) { compiled, text in
             let statement = Statement(handle: handle, compiled: compiled, sql: text())
             try statement.cursor().forEach { row in try body(statement, row) }
+            try ended(statement)
         }
     }
 }

@@ -123,17 +123,21 @@ enum ScriptPrinting {
     /// Runs `sql` on `connection` (``Connection/executeScript(_:eachRow:)``: every statement through the SQL guard),
     /// printing through `printer`. The output of the statement that failed is ended first, so a JSON array is
     /// closed and a grid drawn with the rows it had.
-    static func run(_ sql: String, on connection: Connection, printer: ResultPrinter) throws {
+    /// `afterEachStatement` is called when a statement has run to its end (`exec` counts them).
+    static func run(
+        _ sql: String, on connection: Connection, printer: ResultPrinter,
+        afterEachStatement: (Statement) throws -> Void = { _ in }
+    ) throws {
         var current: Statement?
         do {
-            try connection.executeScript(sql) { statement, row in
+            try connection.executeScript(sql, eachRow: { statement, row in
                 if current !== statement {
                     if current != nil { try printer.end() }
                     current = statement
                     printer.begin(columns: statement.columnNames)
                 }
                 try printer.add(try row.databaseValues)
-            }
+            }, afterEachStatement: afterEachStatement)
         } catch {
             if current != nil { try? printer.end() }
             throw error

@@ -9,7 +9,8 @@ import SQLCipherKit
 ///   backslashes are doubled, no text prints as `\N` or `\x…`: every value reads back unambiguously.
 /// - csv: RFC 4180. A field holding a comma, a double quote, CR or LF is quoted, its quotes doubled; the empty text
 ///   is `""` and NULL an empty field, so they differ; a blob is `\x` and its hex digits (CSV has no types).
-/// - json: integers and reals are numbers, text a string, NULL `null`, a blob `{"base64": "…"}`.
+/// - json: integers and reals are numbers, text a string, NULL `null`, a blob `{"base64": "…"}`, an infinite real
+///   `{"real": "Infinity"}` (or `"-Infinity"`; NaN `"NaN"`): JSON has no number for them.
 enum ValueText {
     // MARK: - list, table, box, line
 
@@ -80,7 +81,9 @@ enum ValueText {
         switch value {
         case .null: "null"
         case .integer(let integer): String(integer)
-        case .real(let real): number(real)
+        case .real(let real):
+            // JSON has no infinity or NaN (and `1e999` is read as the largest finite double by some parsers).
+            real.isFinite ? number(real) : #"{"real":"# + jsonString(nonFiniteName(real)) + "}"
         case .text(let text): jsonString(text)
         case .blob(let bytes): #"{"base64":"# + jsonString(Data(bytes).base64EncodedString()) + "}"
         }
@@ -106,6 +109,12 @@ enum ValueText {
     }
 
     // MARK: - Numbers
+
+    /// How JSON output (`--mode json`, `.mode json`, `exec --json`) names a non-finite real, inside the object
+    /// `{"real": …}`: `Infinity`, `-Infinity` or `NaN` (SQLite stores no NaN, but a function may return one).
+    static func nonFiniteName(_ real: Double) -> String {
+        real.isNaN ? "NaN" : (real < 0 ? "-Infinity" : "Infinity")
+    }
 
     /// The shortest decimal that reads back as the same double (`0.1`, `1e-05`, `5.0`); infinities as `1e999` and
     /// `-1e999`, which SQLite and JSON parsers read as infinite (SQLite stores no NaN: it becomes NULL).
