@@ -16,7 +16,7 @@ struct InfoCommand: OperatorCommand {
             1 to 4 are tried, and the options that open it are printed ("open with: …"). A hot journal (a \
             transaction a crash left unfinished) is reported, and the details are read as its rollback will leave \
             the database. Nothing is written or created (a rollback is played in memory), and no key material is \
-            printed. A wrong key exits with 3.
+            printed. A wrong key exits with 3; a missing file or a folder with 1 (after the facts).
 
             Example:
               sqlcipherkit info notes.db
@@ -76,6 +76,16 @@ struct InfoCommand: OperatorCommand {
                 throw CommandFailure(ErrorWording.message(for: keyError), kind: "missingFile")
             }
             throw keyError
+        }
+        // The facts are printed, but a file that is not there is not a database described: `info typo.db && …` must
+        // not go on (the kinds the other subcommands give these conditions).
+        switch inspection.format {
+        case .missing:
+            throw CommandFailure("\(database) does not exist", kind: "missingFile")
+        case .notARegularFile:
+            throw CommandFailure("\(database) is not a regular file (a folder or a device)", kind: "fileSystem")
+        default:
+            break
         }
     }
 

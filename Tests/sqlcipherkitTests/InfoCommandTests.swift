@@ -23,13 +23,15 @@ struct InfoCommandTests {
         try plain.execute("CREATE TABLE t(x); PRAGMA user_version = 5")
         plain.close()
         _ = FileManager.default.createFile(atPath: scratch.path("empty.db"), contents: nil)
-        let cases: [(String, String)] = [
-            (encrypted, "encrypted"), (scratch.path("plain.db"), "plaintext"), (scratch.path("empty.db"), "empty"),
-            (scratch.path("missing.db"), "missing"),
+        // A missing file or a folder is described, then exits 1: `info typo.db && …` must not go on.
+        let cases: [(String, String, Int32)] = [
+            (encrypted, "encrypted", 0), (scratch.path("plain.db"), "plaintext", 0),
+            (scratch.path("empty.db"), "empty", 0), (scratch.path("missing.db"), "missing", 1),
+            (scratch.url.path, "not-a-regular-file", 1),
         ]
-        for (path, format) in cases {
+        for (path, format, status) in cases {
             let result = try runSubprocess(["info", path, "--json"], in: scratch)
-            #expect(result.status == 0, "\(result)")
+            #expect(result.status == status, "\(result)")
             let report = try json(result)
             #expect(report["format"] as? String == format)
             #expect((report["engine"] as? [String: Any])?["sqlcipherVersion"] as? String == SQLCipher.version)

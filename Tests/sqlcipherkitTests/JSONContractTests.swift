@@ -196,7 +196,7 @@ struct JSONContractTests {
         expectEnvelope(runInProcess(["info", f.database, "--json"]), command: "info", status: 0)
         expectEnvelope(runInProcess(["info", f.database, "--key-file", f.keyPath, "--json"]), command: "info", status: 0)
         expectEnvelope(runInProcess(["info", f.plaintext, "--json"]), command: "info", status: 0)
-        expectEnvelope(runInProcess(["info", f.missing, "--json"]), command: "info")
+        expectEnvelope(runInProcess(["info", f.missing, "--json"]), command: "info", status: 1)
         let wrong = runInProcess(["info", f.database, "--key-file", f.otherKeyPath, "--json"])
         expectEnvelope(wrong, command: "info")
         let shell = try runSubprocess(
