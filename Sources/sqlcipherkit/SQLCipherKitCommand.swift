@@ -17,8 +17,8 @@ struct SQLCipherKitCommand: ParsableCommand {
             standard input is a terminal.
 
             Exit status: 0 success, 1 failure, 2 usage error, 3 the key does not open the database, \
-            4 verification failed or the file is damaged. Every subcommand takes --json: one JSON object on \
-            standard output, on success and on failure. Core dumps are turned off before any key is read.
+            4 verification failed or the file is damaged. Every subcommand takes --json (before or after its \
+            name): one JSON object on standard output, on success and on failure, whose exitStatus is the exit status. Core dumps are turned off before any key is read.
 
             Examples:
               sqlcipherkit keygen --out notes.key
@@ -59,6 +59,7 @@ struct SQLCipherKitCommand: ParsableCommand {
     /// Parses and runs a command line, reporting any error on standard error (and, with `--json`, in the one JSON
     /// object on standard output). Tests call it in-process.
     static func run(arguments: [String]) -> ExitStatus {
+        let arguments = movingLeadingJSONFlag(arguments)
         var command: any ParsableCommand
         do {
             if let mistake = commandLineMistake(in: arguments) { throw mistake }
@@ -94,6 +95,16 @@ struct SQLCipherKitCommand: ParsableCommand {
             ).print()
         }
         return status
+    }
+
+    /// `sqlcipherkit --json verify …`: `--json` belongs to every subcommand, so given before one it is moved after it.
+    static func movingLeadingJSONFlag(_ arguments: [String]) -> [String] {
+        let leading = arguments.prefix { $0 == "--json" }
+        guard !leading.isEmpty, arguments.count > leading.count,
+              subcommandNames.contains(arguments[leading.count]), arguments[leading.count] != "help"
+        else { return arguments }
+        let rest = arguments[(leading.count + 1)...]
+        return [arguments[leading.count]] + (rest.contains("--json") ? [] : ["--json"]) + rest
     }
 
     /// The subcommand names, `help` included.

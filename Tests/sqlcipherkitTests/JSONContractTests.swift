@@ -190,6 +190,18 @@ struct JSONContractTests {
         #expect((jsonEnvelope(usage)?["error"] as? [String: Any])?["kind"] as? String == "usage")
     }
 
+    @Test("--json before the subcommand is the same --json: one object, for success and failure")
+    func jsonBeforeSubcommand() throws {
+        let f = try Fixture()
+        expectEnvelope(runInProcess(["--json", "verify", f.database, "--key-file", f.keyPath]), command: "verify", status: 0)
+        expectEnvelope(
+            try runSubprocess(["--json", "verify", "notes.db", "--key-file", f.otherKeyPath], in: f.scratch),
+            command: "verify", status: 3)
+        expectEnvelope(runInProcess(["--json", "info", f.missing]), command: "info", status: 1)
+        // Given before and after: one flag, not a usage error.
+        expectEnvelope(runInProcess(["--json", "keygen", "--out", f.keyPath, "--json"]), command: "keygen", status: 1)
+    }
+
     @Test("info: success without and with a key, a wrong key, a missing file; shell with statements on standard input")
     func infoAndShell() throws {
         let f = try Fixture()
