@@ -63,6 +63,8 @@ extension DatabaseError.Remedy {
                 + (version == 3 ? " (`sqlcipherkit migrate` converts it to SQLCipher 4's format)" : "")
         case .openWithSQLCipher4:
             "run sqlcipherkit linked with SQLCipher 4 (the engine `sqlcipherkit --version` names is older)"
+        case .allowWeakPassphrase:
+            "to accept it anyway, give --allow-weak-passphrase"
         case .removeWhitespaceAfterRawKey, .writeRawKeyWithQuotes, .checkTrailingSpaceInPassphrase:
             libraryWording
         }

@@ -186,6 +186,39 @@ struct RotationTests {
         }
     }
 
+    @Test("the passphrase floor is for a new key: a rotation keeping a short passphrase is done, a new one is refused")
+    func passphraseFloorIsForNewKeys() throws {
+        try withTemporaryDirectory { dir in
+            // SQLCipher's own test databases are keyed with `testkey`: 7 bytes, under the 20-byte floor.
+            let path = dir.path("fixture.db")
+            let testkey = try EncryptionKey(passphrase: "testkey")
+            let old = CipherSettings(kdfIterations: 4000)
+            let db = try Connection(path: path, key: testkey, settings: old)
+            try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, body TEXT)")
+            try db.transaction { for index in 0..<200 { try db.execute("INSERT INTO t(body) VALUES (?)", "\(index)") } }
+            db.close()
+            let kept = try KeyRotation.rotate(RotationRequest(
+                path: path, oldEncryption: .key(testkey, settings: old),
+                newEncryption: .key(testkey, settings: CipherSettings(kdfIterations: 8000))))
+            #expect(kept.isRotated)
+            #expect(try Self.contents(path, key: testkey, settings: CipherSettings(kdfIterations: 8000)).count == 200)
+            let before = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
+            let shortNewKey = try EncryptionKey(passphrase: "testkey2")
+            do {
+                try KeyRotation.rotate(RotationRequest(
+                    path: path, oldEncryption: .key(testkey, settings: CipherSettings(kdfIterations: 8000)),
+                    newEncryption: .key(shortNewKey, settings: CipherSettings(kdfIterations: 8000))))
+                Issue.record("a new 8-byte passphrase was accepted")
+            } catch let error as DatabaseError {
+                #expect(error.kind == .invalidKey)
+                #expect(error.remedy == .allowWeakPassphrase, "a tool words the opt-in itself")
+                #expect(!error.reason.contains("allowsWeakPassphrase"), "the API name is in the remedy, not the reason")
+                #expect(error.message.contains("RotationRequest.allowsWeakPassphrase"))
+            }
+            #expect(try Array(Data(contentsOf: URL(fileURLWithPath: path))) == before)
+        }
+    }
+
     @Test("temporary files of an interrupted rotation are removed by the next one")
     func staleTemporaryFiles() throws {
         try withTemporaryDirectory { dir in

@@ -189,11 +189,13 @@ func opens(_ path: String, with key: EncryptionKey, settings: CipherSettings = .
     return (try? db.quickCheck()) != nil
 }
 
-/// The number of rows in `item`.
-func rowCount(_ path: String, key: EncryptionKey, settings: CipherSettings = .engineDefault) throws -> Int {
+/// The number of rows in `item` (or `table`), read through a fresh connection.
+func rowCount(
+    _ path: String, key: EncryptionKey, settings: CipherSettings = .engineDefault, table: String = "item"
+) throws -> Int {
     let db = try Connection(path: path, key: key, settings: settings)
     defer { db.close() }
-    return try db.scalar("SELECT count(*) FROM item", as: Int.self) ?? -1
+    return try db.scalar("SELECT count(*) FROM \(table)", as: Int.self) ?? -1
 }
 
 func fileMode(_ path: String) throws -> Int {

@@ -396,6 +396,8 @@ extension DatabaseError {
         case writeRawKeyWithQuotes
         /// The passphrase ends with a space or a tab, which is part of the passphrase: remove it if it was a mistake.
         case checkTrailingSpaceInPassphrase
+        /// A new passphrase below the rotation floor (or with a line break inside) was refused: opt in to accept it.
+        case allowWeakPassphrase
 
         /// The advice in the library's API words, as ``DatabaseError/message`` ends.
         public var libraryWording: String {
@@ -446,6 +448,8 @@ extension DatabaseError {
             case .checkTrailingSpaceInPassphrase:
                 "the passphrase ends with a space or a tab, which counts as part of it; if it was not meant to be"
                     + " there, remove it"
+            case .allowWeakPassphrase:
+                "to accept it anyway, set RotationRequest.allowsWeakPassphrase"
             }
         }
     }

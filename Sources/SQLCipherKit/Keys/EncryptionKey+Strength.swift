@@ -27,6 +27,17 @@ extension EncryptionKey {
         }
     }
 
+    /// Throws when ``weakRotationKeyReason`` has a reason and the caller did not opt in, with the remedy
+    /// ``DatabaseError/Remedy/allowWeakPassphrase`` (a tool words the opt-in in its own terms).
+    ///
+    /// - Throws: ``DatabaseError/invalidKey``.
+    package func checkStrongEnoughForRotation(allowsWeakPassphrase: Bool) throws {
+        guard !allowsWeakPassphrase, let reason = weakRotationKeyReason else { return }
+        throw DatabaseError(
+            .invalidKey, "\(reason). Use a raw key or a longer passphrase; nothing was changed",
+            remedy: .allowWeakPassphrase)
+    }
+
     /// Throws when ``weakRotationKeyReason`` has a reason and the caller did not opt in.
     ///
     /// - Parameters:

@@ -33,7 +33,9 @@ public struct RotationRequest: Sendable {
     /// How long to wait for other connections' locks before refusing with `SQLITE_BUSY`.
     public var lockTimeout: Duration
     /// Accept a new passphrase shorter than ``EncryptionKey/minimumRotationPassphraseByteCount`` bytes or with a
-    /// line break inside (`false` by default: such text is more likely a mistake than a key).
+    /// line break inside (`false` by default: such text is more likely a mistake than a key). A request whose new key
+    /// is its old key (a migration to another format, other cipher settings) keeps that key whatever it is: the floor
+    /// is for keys chosen now.
     public var allowsWeakPassphrase: Bool
 
     /// Creates a request.
@@ -229,10 +231,12 @@ public enum KeyRotation {
         do {
             return try withRotationTurn(request) {
                 do {
-                    try request.newEncryption.key?.checkStrongEnoughForRotation(
-                        allowsWeakPassphrase: request.allowsWeakPassphrase,
-                        remedy: "to accept it anyway, set RotationRequest.allowsWeakPassphrase (CLI:"
-                            + " --allow-weak-passphrase). Nothing was changed")
+                    // The floor is for a key the caller chooses now: a rotation that keeps the key it has (a
+                    // migration to another format, new settings) accepts it, whatever its length.
+                    if let newKey = request.newEncryption.key,
+                       request.oldEncryption.key.map({ !$0.isSameKey(as: newKey) }) ?? true {
+                        try newKey.checkStrongEnoughForRotation(allowsWeakPassphrase: request.allowsWeakPassphrase)
+                    }
                     try refuseUnsaltedPlaintextHeaderKey(request)
                     var warnings: [String] = []
                     switch request.method {
