@@ -65,7 +65,11 @@ extension DatabaseError.Remedy {
             "run sqlcipherkit linked with SQLCipher 4 (the engine `sqlcipherkit --version` names is older)"
         case .allowWeakPassphrase:
             "to accept it anyway, give --allow-weak-passphrase"
-        case .removeWhitespaceAfterRawKey, .writeRawKeyWithQuotes, .checkTrailingSpaceInPassphrase:
+        case .readKeyFileInsteadOfPath:
+            "the environment variable holds the path of an existing file, but --key-env takes the key itself: give the"
+                + " file with --key-file"
+        case .removeWhitespaceAfterRawKey, .writeRawKeyWithQuotes, .checkTrailingSpaceInPassphrase,
+             .checkLeadingSpaceInPassphrase:
             libraryWording
         }
     }

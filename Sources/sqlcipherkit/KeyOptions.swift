@@ -15,6 +15,9 @@ import Darwin
 protocol KeySourceOptions: ParsableArguments {
     /// `key`, `new-key` or `dest-key`: the options' prefix.
     static var optionPrefix: String { get }
+    /// Whether an environment variable holding the path of an existing file is refused (a key being set: the path
+    /// would become a key nobody means). The current key is not refused: a wrong-key error names the mistake.
+    static var refusesFilePathInEnvironment: Bool { get }
     /// What the key is, for messages and prompts (`the database key`).
     static var keyName: String { get }
 
@@ -26,6 +29,8 @@ protocol KeySourceOptions: ParsableArguments {
 }
 
 extension KeySourceOptions {
+    static var refusesFilePathInEnvironment: Bool { false }
+
     /// The provider of the source given on the command line, `nil` when none was: a key file (mode 0600), an
     /// environment variable or standard input, each in the key-file format. Nothing is read until it is asked.
     var provider: KeyProvider? {
@@ -70,6 +75,11 @@ extension KeySourceOptions {
             }
             guard value.pointee != 0 else {
                 throw ValidationError("the environment variable \(shownName) (\(Self.keyName)) is empty")
+            }
+            if Self.refusesFilePathInEnvironment && EncryptionKey.namesExistingFile(value) {
+                throw ValidationError(
+                    "the environment variable \(shownName) (\(Self.keyName)) holds the path of an existing file, but"
+                        + " --\(Self.optionPrefix)-env takes the key itself: give the file with --\(Self.optionPrefix)-file")
             }
         }
     }
@@ -157,6 +167,7 @@ struct ShellKeyOptions: KeySourceOptions {
 /// The key a database gets.
 struct NewKeyOptions: KeySourceOptions {
     static let optionPrefix = "new-key"
+    static let refusesFilePathInEnvironment = true
     static let keyName = "the new key"
 
     @Option(
@@ -178,6 +189,7 @@ struct NewKeyOptions: KeySourceOptions {
 /// The key of a backup copy, when it differs from the source's.
 struct DestinationKeyOptions: KeySourceOptions {
     static let optionPrefix = "dest-key"
+    static let refusesFilePathInEnvironment = true
     static let keyName = "the destination key"
 
     @Option(

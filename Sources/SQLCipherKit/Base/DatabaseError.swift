@@ -396,6 +396,11 @@ extension DatabaseError {
         case writeRawKeyWithQuotes
         /// The passphrase ends with a space or a tab, which is part of the passphrase: remove it if it was a mistake.
         case checkTrailingSpaceInPassphrase
+        /// The passphrase starts with a space, a tab or a line break, which is part of the passphrase: remove it if it
+        /// was a mistake.
+        case checkLeadingSpaceInPassphrase
+        /// The environment variable holds the path of an existing file, read as the key itself: read the key file.
+        case readKeyFileInsteadOfPath
         /// A new passphrase below the rotation floor (or with a line break inside) was refused: opt in to accept it.
         case allowWeakPassphrase
 
@@ -448,6 +453,12 @@ extension DatabaseError {
             case .checkTrailingSpaceInPassphrase:
                 "the passphrase ends with a space or a tab, which counts as part of it; if it was not meant to be"
                     + " there, remove it"
+            case .checkLeadingSpaceInPassphrase:
+                "the passphrase starts with a space, a tab or a line break, which counts as part of it; if it was not"
+                    + " meant to be there, remove it"
+            case .readKeyFileInsteadOfPath:
+                "the environment variable holds the path of an existing file, but its value is the key itself; to read"
+                    + " a key file, use EncryptionKey(contentsOf:) or KeyProvider.file"
             case .allowWeakPassphrase:
                 "to accept it anyway, set RotationRequest.allowsWeakPassphrase"
             }

@@ -190,6 +190,44 @@ extension EncryptionKey {
             && digits.allSatisfy { Hex.value($0) != nil }
     }
 
+    /// What is wrong with key text that no one means as a passphrase, or `nil`: a UTF-8 byte-order mark (an editor's,
+    /// invisible, and part of the key if read), a raw key in double or typographic quotes (`x"…"`, `x‘…’`), or a raw
+    /// key with whitespace before it. Each would be read as a passphrase and fail as a wrong key, or worse become a
+    /// new key nobody can type. Never shows the content.
+    private static func misshapenKeyText(_ content: UnsafeRawBufferPointer) -> String? {
+        if content.starts(with: [0xEF, 0xBB, 0xBF]) {
+            return "starts with a UTF-8 byte-order mark (the bytes EF BB BF, which editors hide), which would count as"
+                + " part of the key; save it as UTF-8 without a byte-order mark"
+        }
+        var end = content.count
+        while end > 0, [0x20, 0x09, 0x0A, 0x0D].contains(content[end - 1]) { end -= 1 }
+        let trimmed = UnsafeRawBufferPointer(rebasing: content[0..<end])
+        let quotes: [(open: [UInt8], close: [[UInt8]], name: String)] = [
+            ([0x22], [[0x22]], "x\"…\" in double quotes"),
+            ([0xE2, 0x80, 0x98], [[0xE2, 0x80, 0x98], [0xE2, 0x80, 0x99]], "x‘…’ in typographic quotes"),
+            ([0xE2, 0x80, 0x99], [[0xE2, 0x80, 0x98], [0xE2, 0x80, 0x99]], "x’…’ in typographic quotes"),
+        ]
+        if let first = trimmed.first, first | 0x20 == UInt8(ascii: "x") {
+            let rest = trimmed.dropFirst()
+            for quote in quotes where rest.starts(with: quote.open) {
+                for close in quote.close where rest.count > quote.open.count + close.count && rest.suffix(close.count).elementsEqual(close) {
+                    let digits = rest.dropFirst(quote.open.count).dropLast(close.count)
+                    if digits.allSatisfy({ Hex.value($0) != nil }) {
+                        return "holds \(quote.name); a raw key is written x'<64 hex>' (or x'<96 hex>' with its salt)"
+                            + " with straight single quotes, and anything else is read as a passphrase"
+                    }
+                }
+            }
+        }
+        var start = 0
+        while start < end, [0x20, 0x09, 0x0A, 0x0D].contains(content[start]) { start += 1 }
+        if start > 0, start < end, (try? parseRawText(UnsafeRawBufferPointer(rebasing: content[start..<end]))) != nil {
+            return "holds a raw key with whitespace before it; a key file holds x'<hex>' from its first byte and at"
+                + " most one newline after it: remove the rest"
+        }
+        return nil
+    }
+
     static func parseKeyText(_ bytes: UnsafeRawBufferPointer, source: String) throws -> EncryptionKey {
         var content = bytes
         if content.last == UInt8(ascii: "\n") {
@@ -200,6 +238,9 @@ extension EncryptionKey {
         }
         guard !content.isEmpty else {
             throw Self.invalid("\(source) is empty")
+        }
+        if let mistake = misshapenKeyText(content) {
+            throw Self.invalid("\(source) \(mistake)")
         }
         if content.count >= 2, content[0] == UInt8(ascii: "x") || content[0] == UInt8(ascii: "X"),
            content[1] == UInt8(ascii: "'") {

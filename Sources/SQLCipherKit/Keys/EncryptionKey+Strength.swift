@@ -10,9 +10,14 @@ extension EncryptionKey {
 
     /// Why this key should not become a database's new key, or `nil` when it may: a passphrase shorter than
     /// ``minimumRotationPassphraseByteCount``, or one with a line break or another control character inside
-    /// (a key file holds one line). Never shows the key.
+    /// (a key file holds one line), or an environment variable's value that is the path of an existing file (see
+    /// ``init(environmentVariable:)``). Never shows the key.
     public var weakRotationKeyReason: String? {
         guard kind == .passphrase else { return nil }
+        if mistakeHint == .readKeyFileInsteadOfPath {
+            return "the new key is the path of an existing file, taken from an environment variable as if it were the"
+                + " key itself"
+        }
         return material.withUnsafeBytes { bytes -> String? in
             if bytes.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) {
                 return "the new key is a passphrase with a line break or another control character inside: a key"

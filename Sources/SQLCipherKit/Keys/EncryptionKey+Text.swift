@@ -64,6 +64,16 @@ extension EncryptionKey {
         try self.init(
             keyText: UnsafeRawBufferPointer(start: value, count: strlen(value)),
             source: "environment variable \(shownName)")
+        // `--key-env` given the variable that holds a key file's path: the path became the passphrase.
+        if kind == .passphrase, Self.namesExistingFile(value) { mistakeHint = .readKeyFileInsteadOfPath }
+    }
+
+    /// Whether `value` is the path of an existing regular file (it holds a `/`): a variable meant for a key file's
+    /// path, given where the key itself belongs. Looks at the file system only, never shows the value.
+    package static func namesExistingFile(_ value: UnsafePointer<CChar>) -> Bool {
+        guard strchr(value, Int32(UInt8(ascii: "/"))) != nil else { return false }
+        var status = stat()
+        return stat(value, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
     }
 
     /// Reads a key from a file descriptor until end of file (standard input, a pipe), in the key-file format of

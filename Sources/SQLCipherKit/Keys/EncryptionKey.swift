@@ -43,9 +43,10 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
     /// The salt of a ``Kind/rawWithSalt`` key. A salt is not secret (SQLCipher stores it in the file's first bytes).
     public let salt: [UInt8]?
 
-    /// For a passphrase that looks like a typing mistake (64 or 96 hex digits without `x'…'`, a trailing space, tab
-    /// or line break), what a wrong-key error should say about it; never the key's bytes.
-    private(set) var mistakeHint: DatabaseError.Remedy?
+    /// For a passphrase that looks like a typing mistake (64 or 96 hex digits without `x'…'`, a space, tab or line
+    /// break at either end, an environment variable holding a file's path), what a wrong-key error should say about
+    /// it; never the key's bytes.
+    var mistakeHint: DatabaseError.Remedy?
 
     /// The number of raw key bytes.
     public static let rawKeyByteCount = 32
@@ -97,6 +98,9 @@ public struct EncryptionKey: Sendable, CustomStringConvertible, CustomDebugStrin
         }
         if let last = bytes.last, [0x20, 0x09, 0x0A, 0x0D].contains(last) {
             return .checkTrailingSpaceInPassphrase
+        }
+        if let first = bytes.first, [0x20, 0x09, 0x0A, 0x0D].contains(first) {
+            return .checkLeadingSpaceInPassphrase
         }
         return nil
     }
