@@ -97,18 +97,24 @@ struct BackupCommand: OperatorCommand {
 
 /// The phases of a backup: pages copied (reported by SQLite's backup API), then the verification of the copy.
 final class BackupPhases: Sendable {
-    private let progress = Mutex<BackupProgress?>(nil)
+    private let progress = Mutex<(step: BackupProgress?, endShown: Bool)>((nil, false))
 
     func record(_ step: BackupProgress) {
-        progress.withLock { $0 = step }
+        progress.withLock { $0.step = step }
     }
 
+    /// The copy's last step is shown once as what it is (every page copied), then the verification.
     func state() -> PhaseState {
-        guard let step = progress.withLock({ $0 }) else { return PhaseState(phase: "opening the copy") }
-        guard step.pagesCopied < step.pageCount else {
+        let (step, showsEnd) = progress.withLock { value -> (BackupProgress?, Bool) in
+            guard let step = value.step, step.pagesCopied >= step.pageCount else { return (value.step, false) }
+            defer { value.endShown = true }
+            return (step, !value.endShown)
+        }
+        guard let step else { return PhaseState(phase: "opening the copy") }
+        guard step.pagesCopied < step.pageCount || showsEnd else {
             return PhaseState(phase: "verifying the copy (opened with its key, quick_check)")
         }
-        return PhaseState(phase: "copying pages", done: step.pagesCopied, total: step.pageCount)
+        return PhaseState(phase: "copying pages", done: min(step.pagesCopied, step.pageCount), total: step.pageCount)
     }
 }
 

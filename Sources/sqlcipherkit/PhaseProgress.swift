@@ -41,32 +41,70 @@ struct ProgressOptions: ParsableArguments {
     var progress: ProgressMode = .auto
 }
 
-/// Renders progress; pure (the time is a parameter), so tests check it without a terminal or timing.
+/// Renders progress; pure (the time and the terminal's width are parameters), so tests check it without a terminal
+/// or timing.
 enum ProgressLine {
-    /// The bar and counts of a measured or estimated phase, or the phase alone.
-    static func render(label: String, state: PhaseState, elapsedSeconds: Int, etaSeconds: Int? = nil) -> String {
-        var line = "\(label): \(state.phase)"
-        if let done = state.done, let total = state.total, total > 0 {
-            let width = 20
-            let fraction = shownFraction(state)
-            let filled = Int(fraction * Double(width))
-            let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
-            line += " [\(bar)] " + counts(state, done: done, total: total)
-        } else {
-            line += "…"
+    /// The terminal width assumed when none is known.
+    static let defaultWidth = 80
+
+    /// The bar and counts of a measured or estimated phase, or the phase alone, in at most `width - 1` columns: a
+    /// line as wide as the terminal wraps, and every redraw would leave a line behind. What gives way first: the bar,
+    /// then the ETA, then the time so far, then the middle of the label (the path), then the end of the phase's name.
+    static func render(
+        label: String, state: PhaseState, elapsedSeconds: Int, etaSeconds: Int? = nil, width: Int = defaultWidth
+    ) -> String {
+        let limit = max(1, width - 1)
+        // The label holds a path: no control character reaches the terminal.
+        var label = ValueText.escaped(label)
+        let measured: (done: Int, total: Int)? = state.done.flatMap { done in
+            state.total.flatMap { $0 > 0 ? (done, $0) : nil }
         }
-        return line + " \(elapsedSeconds) s" + (state.done != nil && state.total != nil ? eta(etaSeconds) : "")
+        // A phase without counts ends with `…` (going on); cut short, it keeps one.
+        var phase = ValueText.escaped(state.phase) + (measured == nil ? "…" : "")
+        func tail(bar: Bool, showsETA: Bool, showsTime: Bool = true) -> String {
+            let time = showsTime ? " \(elapsedSeconds) s" : ""
+            guard let measured else { return time }
+            var text = ""
+            if bar {
+                let barWidth = 20
+                let filled = Int(shownFraction(state) * Double(barWidth))
+                text += " [" + String(repeating: "#", count: filled)
+                    + String(repeating: " ", count: barWidth - filled) + "]"
+            }
+            text += " " + counts(state, done: measured.done, total: measured.total) + time
+            return text + (showsETA && showsTime ? eta(etaSeconds) : "")
+        }
+        for (bar, showsETA, showsTime) in [(true, true, true), (false, true, true), (false, false, true),
+                                           (false, false, false)] {
+            let line = "\(label): \(phase)" + tail(bar: bar, showsETA: showsETA, showsTime: showsTime)
+            if DisplayWidth.of(line) <= limit { return line }
+        }
+        let rest = tail(bar: false, showsETA: false, showsTime: false)
+        let room = limit - DisplayWidth.of(": " + rest)
+        let phaseWidth = DisplayWidth.of(phase)
+        if room - phaseWidth >= min(DisplayWidth.of(label), 16) {
+            label = DisplayWidth.truncatingMiddle(label, to: room - phaseWidth)
+        } else {
+            label = DisplayWidth.truncatingMiddle(label, to: min(DisplayWidth.of(label), max(room / 3, 1)))
+            phase = DisplayWidth.truncatingEnd(phase, to: max(room - DisplayWidth.of(label), 1))
+        }
+        return DisplayWidth.truncatingEnd("\(label): \(phase)" + rest, to: limit)
     }
 
     /// A `--progress plain` line: UTC time, label, phase, counts and ETA when measured, time in the command so far.
     static func plain(
         label: String, state: PhaseState, elapsedSeconds: Int, etaSeconds: Int?, now: Date
     ) -> String {
-        var line = "\(timestamp(now)) \(label): \(state.phase)"
+        "\(timestamp(now)) \(plainBody(label: label, state: state, etaSeconds: etaSeconds)) (\(elapsedSeconds) s)"
+    }
+
+    /// A plain line without its times: what is compared to leave out a line that would say nothing new.
+    static func plainBody(label: String, state: PhaseState, etaSeconds: Int?) -> String {
+        var line = "\(ValueText.escaped(label)): \(ValueText.escaped(state.phase))"
         if let done = state.done, let total = state.total, total > 0 {
             line += " " + counts(state, done: done, total: total) + eta(etaSeconds)
         }
-        return line + " (\(elapsedSeconds) s)"
+        return line
     }
 
     /// `~120/400 pages 30% (estimated)`. An estimate never shows 100 %: what it estimates may not be over yet.
@@ -95,6 +133,102 @@ enum ProgressLine {
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
         return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+    }
+}
+
+/// How many terminal columns text takes: East Asian wide and fullwidth characters and emoji take two, combining marks
+/// and zero-width characters none, anything else one. Errs wide, never narrow: a line that fits by this count fits.
+enum DisplayWidth {
+    static func of(_ text: String) -> Int {
+        text.reduce(0) { $0 + of($1) }
+    }
+
+    static func of(_ character: Character) -> Int {
+        var width = 0
+        for scalar in character.unicodeScalars {
+            width += of(scalar)
+        }
+        return character.unicodeScalars.count > 1 ? max(width, 1) : width
+    }
+
+    static func of(_ scalar: Unicode.Scalar) -> Int {
+        let value = scalar.value
+        switch scalar.properties.generalCategory {
+        case .nonspacingMark, .enclosingMark, .format: return 0
+        default: break
+        }
+        if value < 0x20 || (0x7F..<0xA0).contains(value) { return 0 }
+        let wide: [ClosedRange<UInt32>] = [
+            0x1100...0x115F, 0x231A...0x231B, 0x2329...0x232A, 0x23E9...0x23EC, 0x23F0...0x23F3, 0x25FD...0x25FE,
+            0x2614...0x2615, 0x2648...0x2653, 0x26A1...0x26A1, 0x26AA...0x26AB, 0x26BD...0x26BE, 0x26C4...0x26C5,
+            0x26CE...0x26CE, 0x26D4...0x26D4, 0x26EA...0x26EA, 0x26F2...0x26F5, 0x26FA...0x26FD, 0x2705...0x2705,
+            0x270A...0x270B, 0x2728...0x2728, 0x274C...0x274C, 0x2753...0x2757, 0x2795...0x2797, 0x27B0...0x27B0,
+            0x27BF...0x27BF, 0x2B1B...0x2B1C, 0x2B50...0x2B50, 0x2B55...0x2B55, 0x2E80...0x303E, 0x3041...0x33FF,
+            0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF, 0xA960...0xA97F, 0xAC00...0xD7A3, 0xF900...0xFAFF,
+            0xFE10...0xFE19, 0xFE30...0xFE6F, 0xFF00...0xFF60, 0xFFE0...0xFFE6, 0x16FE0...0x18CFF, 0x1B000...0x1B2FF,
+            0x1F004...0x1F004, 0x1F0CF...0x1F0CF, 0x1F18E...0x1F18E, 0x1F191...0x1F19A, 0x1F200...0x1F2FF,
+            0x1F300...0x1F64F, 0x1F680...0x1F6FF, 0x1F7E0...0x1F7EB, 0x1F90C...0x1F9FF, 0x1FA70...0x1FAFF,
+            0x20000...0x3FFFD,
+        ]
+        return wide.contains { $0.contains(value) } ? 2 : 1
+    }
+
+    /// `text` cut to `width` columns, ending with `…` when cut.
+    static func truncatingEnd(_ text: String, to width: Int) -> String {
+        guard of(text) > width else { return text }
+        guard width > 1 else { return width == 1 ? "…" : "" }
+        var result = ""
+        var used = 0
+        for character in text {
+            let next = of(character)
+            if used + next > width - 1 { break }
+            result.append(character)
+            used += next
+        }
+        return result + "…"
+    }
+
+    /// `text` cut to `width` columns by taking out its middle (a path keeps its start and its file name).
+    static func truncatingMiddle(_ text: String, to width: Int) -> String {
+        guard of(text) > width else { return text }
+        guard width > 2 else { return truncatingEnd(text, to: width) }
+        let characters = Array(text)
+        var head = "", tail = ""
+        var headWidth = 0, tailWidth = 0
+        var front = 0, back = characters.count - 1
+        // Alternate, the end first: the file name says more than the folders before it.
+        var takesBack = true
+        while front <= back {
+            let character = takesBack ? characters[back] : characters[front]
+            let next = of(character)
+            if headWidth + tailWidth + next > width - 1 { break }
+            if takesBack {
+                tail = String(character) + tail
+                tailWidth += next
+                back -= 1
+            } else {
+                head.append(character)
+                headWidth += next
+                front += 1
+            }
+            takesBack.toggle()
+        }
+        return head + "…" + tail
+    }
+}
+
+/// The width of the terminal on standard error: the kernel's (TIOCGWINSZ), else `COLUMNS`, else 80.
+enum TerminalWidth {
+    /// Tests set it: the width a run's progress is drawn for, as if its terminal had it.
+    @TaskLocal static var override: Int?
+
+    static func current() -> Int {
+        var size = winsize()
+        if ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        if let text = getenv("COLUMNS").map({ String(cString: $0) }), let columns = Int(text), columns > 0 {
+            return columns
+        }
+        return ProgressLine.defaultWidth
     }
 }
 
@@ -150,7 +284,9 @@ final class PhaseProgress: Sendable {
     private let interruptNote: String?
     private let running = Mutex<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
-    private let drawing = Mutex<Drawing>((PhaseClock(), nil, 0, .now))
+    private let drawing = Mutex(Drawing())
+    /// The terminal width to draw for (the bar): a test's, or the terminal's, asked at every redraw (it may change).
+    private let width: @Sendable () -> Int
 
     /// - Parameters:
     ///   - mode: `--progress`.
@@ -173,16 +309,23 @@ final class PhaseProgress: Sendable {
         }
         printsEveryUpdate = Output.progressPrintsEveryUpdate
             || getenv("SQLCIPHERKIT_PROGRESS_EVERY_UPDATE").map { String(cString: $0) } == "1"
+        if let fixed = TerminalWidth.override {
+            width = { fixed }
+        } else {
+            width = { TerminalWidth.current() }
+        }
     }
 
-    /// Runs `body` with progress shown (at once, then every 250 ms and at every ``update()``) and ended afterwards.
-    func run<T>(_ body: () throws -> T) rethrows -> T {
+    /// Runs `body` with progress shown (at once, then every 250 ms and at every ``update()``) and ended afterwards:
+    /// `done` when `body` returns a value `isSuccess` accepts, `stopped` when it throws or returns a failure (a
+    /// rotation reports a failed database as a value).
+    func run<T>(isSuccess: (T) -> Bool = { _ in true }, _ body: () throws -> T) rethrows -> T {
         if let interruptNote, capture == nil {
             TemporaryFiles.setInterruptNote((style == .bar ? "\n" : "") + "interrupted: " + interruptNote + "\n")
         }
         defer { if interruptNote != nil, capture == nil { TemporaryFiles.setInterruptNote(nil) } }
         guard style != .off else { return try body() }
-        drawing.withLock { $0.start = .now }
+        drawing.withLock { $0 = Drawing() }
         draw(isFinal: false)
         running.withLock { $0 = true }
         let thread = Thread { [self] in
@@ -200,7 +343,7 @@ final class PhaseProgress: Sendable {
             finish(succeeded: succeeded)
         }
         let value = try body()
-        succeeded = true
+        succeeded = isSuccess(value)
         return value
     }
 
@@ -219,11 +362,21 @@ final class PhaseProgress: Sendable {
         }
     }
 
-    private typealias Drawing = (
-        clock: PhaseClock, lastPhase: String?, lastLine: Double, start: ContinuousClock.Instant
-    )
+    /// What has been drawn: the clock of the phase shown, and for `--progress plain` the phase of the lines written,
+    /// the last line written without its times, and the newest line of the phase not written yet.
+    private struct Drawing {
+        var clock = PhaseClock()
+        var phase: String?
+        var lastBody: String?
+        var lastLineTime = 0.0
+        var pending: String?
+        var start = ContinuousClock.now
+    }
 
-    /// The text to write now, if any (`--progress plain` writes a line per phase and every ``plainInterval`` s).
+    /// The text to write now, if any. `--progress plain` writes a line when a phase starts, then every
+    /// ``plainInterval`` s while it says something new, and when the phase ends the newest line not yet written (its
+    /// final figure: a phase shorter than the interval shows more than its 0 %). A phase is known by its name, not by
+    /// how it is shown: an estimate that stalls ("finishing") and moves again is one phase, not a new line each time.
     private func nextLine(_ drawing: inout Drawing, raw: PhaseState, isFinal: Bool) -> String? {
         let elapsed = ContinuousClock.now - drawing.start
         let now = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -233,15 +386,31 @@ final class PhaseProgress: Sendable {
             return nil
         case .bar:
             return "\r\u{1B}[K" + ProgressLine.render(
-                label: label, state: shown, elapsedSeconds: Int(now), etaSeconds: eta)
+                label: label, state: shown, elapsedSeconds: Int(now), etaSeconds: eta, width: width())
         case .lines:
-            let isNewPhase = shown.phase != drawing.lastPhase
-            guard isFinal || isNewPhase || printsEveryUpdate || now - drawing.lastLine >= Double(Self.plainInterval)
-            else { return nil }
-            drawing.lastPhase = shown.phase
-            drawing.lastLine = now
-            return ProgressLine.plain(
+            let body = ProgressLine.plainBody(label: label, state: shown, etaSeconds: eta)
+            let line = ProgressLine.plain(
                 label: label, state: shown, elapsedSeconds: Int(now), etaSeconds: eta, now: Date()) + "\n"
+            if raw.phase != drawing.phase {
+                let ended = drawing.pending ?? ""
+                drawing.phase = raw.phase
+                drawing.pending = nil
+                drawing.lastBody = body
+                drawing.lastLineTime = now
+                return ended + line
+            }
+            guard body != drawing.lastBody else {
+                drawing.pending = nil
+                return nil
+            }
+            guard isFinal || printsEveryUpdate || now - drawing.lastLineTime >= Double(Self.plainInterval) else {
+                drawing.pending = line
+                return nil
+            }
+            drawing.pending = nil
+            drawing.lastBody = body
+            drawing.lastLineTime = now
+            return line
         }
     }
 
@@ -253,6 +422,8 @@ final class PhaseProgress: Sendable {
             draw(isFinal: true)
             Output.write("\n", toStandardError: true, capture: capture)
         case .lines:
+            // The newest state first, when it says something the last line did not.
+            draw(isFinal: true)
             let seconds = drawing.withLock { Int((ContinuousClock.now - $0.start).components.seconds) }
             Output.write(
                 "\(ProgressLine.timestamp(Date())) \(label): \(succeeded ? "done" : "stopped (see the error below)")"
@@ -324,7 +495,11 @@ final class RotationPhases: Sendable {
     private let backupCopy: FileGrowth?
     private let exportCopy: FileGrowth
     private let journal: FileGrowth
-    private let observed = Mutex<(copy: BackupProgress?, furthestPhase: Int)>((nil, 0))
+    private let observed = Mutex<(copy: BackupProgress?, furthestPhase: Int, copyEndShown: Bool)>((nil, 0, false))
+
+    /// What every temporary database file's name holds after the database's name (the library's
+    /// `<name>.sqlcipherkit-tmp-<pid>-<random>`).
+    static let temporaryMarker = ".sqlcipherkit-tmp-"
 
     /// How the phases are named: a key rotation, or a migration (the same key, another format).
     enum Wording: Sendable {
@@ -353,8 +528,11 @@ final class RotationPhases: Sendable {
         self.isInPlace = isInPlace
         pageCount = max(1, (FileGrowth.size(path) ?? 0) / max(pageSize, 512))
         let (folder, name) = FileGrowth.split(path)
+        // The export writes `<name>.sqlcipherkit-tmp-…` beside the database; the kept original is
+        // `<name>.<time>-<random>.before-rotation` (first under a temporary name of its own). With --backup-dir the
+        // database's own folder, both are in one folder: only the export's prefix tells them apart.
         backupCopy = backupDirectory.map { FileGrowth(newFilesIn: [($0, name + ".")], pageSize: pageSize) }
-        exportCopy = FileGrowth(newFilesIn: [(folder, name + ".")], pageSize: pageSize)
+        exportCopy = FileGrowth(newFilesIn: [(folder, name + Self.temporaryMarker)], pageSize: pageSize)
         journal = FileGrowth(newFilesIn: [], sideFiles: [path + "-journal", path + "-wal"], pageSize: pageSize)
     }
 
@@ -367,8 +545,13 @@ final class RotationPhases: Sendable {
         let copy = observed.withLock { $0.copy }
         var candidate: (rank: Int, state: PhaseState)
         if let copy {
-            candidate = copy.pagesCopied < copy.pageCount
-                ? (3, PhaseState(phase: wording.copy, done: copy.pagesCopied, total: copy.pageCount))
+            // The copy's last step is shown once as what it is (all pages), then the verification.
+            let showsEnd = copy.pagesCopied >= copy.pageCount && observed.withLock { value in
+                defer { value.copyEndShown = true }
+                return !value.copyEndShown
+            }
+            candidate = copy.pagesCopied < copy.pageCount || showsEnd
+                ? (3, PhaseState(phase: wording.copy, done: min(copy.pagesCopied, copy.pageCount), total: copy.pageCount))
                 : (4, PhaseState(phase: wording.verification))
         } else if let pages = exportCopy.pagesWritten(), pages > 0 {
             candidate = (3, PhaseState(

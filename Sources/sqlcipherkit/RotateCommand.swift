@@ -122,7 +122,7 @@ struct RotateCommand: OperatorCommand {
             let progress = PhaseProgress(
                 label: "rotate \(request.path)", mode: display.progress,
                 interruptNote: Self.interruptNote(path: request.path, method: method), state: phases.state)
-            return progress.run {
+            return progress.run(isSuccess: { $0.isRotated }) {
                 rotate { step in
                     phases.record(step)
                     progress.update()

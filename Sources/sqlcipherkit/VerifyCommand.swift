@@ -59,7 +59,9 @@ struct VerifyCommand: OperatorCommand {
             label: "verify", mode: display.progress, interruptNote: "nothing changed: verify only reads \(database)"
         ) {
             PhaseState(phase: "reading and checking every page (quick_check, cipher_integrity_check) and the -wal")
-        }.run { try DatabaseVerification.verify(path: database, encryption: encryption, busyTimeout: .seconds(5)) }
+        }.run(isSuccess: { $0.isIntact }) {
+            try DatabaseVerification.verify(path: database, encryption: encryption, busyTimeout: .seconds(5))
+        }
         let summary = VerificationReport(verification)
         if Output.isJSON {
             Output.setJSONResult(summary)

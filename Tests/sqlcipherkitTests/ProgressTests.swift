@@ -83,6 +83,10 @@ struct ProgressTests {
         phases.record(BackupProgress(pagesCopied: 1, pageCount: 10))
         seen.append(phases.state().phase)
         phases.record(BackupProgress(pagesCopied: 10, pageCount: 10))
+        // The copy's end is shown once with its final figure, then the verification.
+        let end = phases.state()
+        #expect(end.done == 10 && end.total == 10, "\(end)")
+        seen.append(end.phase)
         seen.append(phases.state().phase)
         #expect(seen.contains("keeping a copy of the original (SQLCipher 3 format)"), "\(seen)")
         #expect(seen.contains("writing the copy in the SQLCipher 4 format (export)"), "\(seen)")
@@ -171,7 +175,10 @@ struct ProgressTests {
 
     /// Runs the command with standard error treated as a terminal.
     func onTerminal(_ arguments: [String]) -> CommandResult {
-        Output.$treatsCaptureAsTerminal.withValue(true) { runInProcess(arguments) }
+        // A wide terminal: these tests read the whole label (ProgressLinesTests fit it to narrow ones).
+        TerminalWidth.$override.withValue(400) {
+            Output.$treatsCaptureAsTerminal.withValue(true) { runInProcess(arguments) }
+        }
     }
 
     @Test("every long step shows its phase on a terminal, and nothing with --json or without a terminal")
