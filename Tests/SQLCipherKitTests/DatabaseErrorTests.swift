@@ -185,7 +185,7 @@ struct DatabaseErrorTests {
         #expect(error.message == "other connections are open")
         #expect(error.sql == "PRAGMA rekey")
         #expect(error.description
-            == "SQLite error 21 [invalidState]: other connections are open — while executing `PRAGMA rekey`")
+            == "invalidState: other connections are open — while executing `PRAGMA rekey` (code 21)")
         let plain = DatabaseError(kind: .sqlite, code: DatabaseError.SQLITE_BUSY, message: "database is locked")
         #expect(plain.sql == nil)
         #expect(plain.description == "SQLite error 5: database is locked")

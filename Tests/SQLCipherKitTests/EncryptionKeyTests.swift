@@ -175,3 +175,55 @@ func writePrivate(_ text: String, to path: String) throws {
     _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
     chmod(path, 0o600)
 }
+
+/// The README's tour, run as a fresh clone has it: the test keys are `0644` (git keeps no modes). Before, the tour
+/// created `notes.db` before it read its second key, and the crash report of the top-level `try` began with
+/// "SQLite error 21" for what is a key file's mode.
+@Suite("The README tour with the test keys of a fresh clone")
+struct ReadmeTourKeyFileTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// The tour's code block.
+    static func tour() throws -> [String] {
+        let readme = try String(contentsOf: repository.appendingPathComponent("README.md"), encoding: .utf8)
+        let start = try #require(readme.range(of: "## A tour"))
+        let lines = readme[start.upperBound...].split(separator: "\n", omittingEmptySubsequences: false)
+            .drop { !$0.hasPrefix("```swift") }.dropFirst().prefix { !$0.hasPrefix("```") }
+        return lines.map(String.init)
+    }
+
+    @Test("every key file is read before the tour creates anything, and a loose one is named first, not SQLite")
+    func looseKeyFilesFirst() throws {
+        let tour = try Self.tour()
+        let keyLines = tour.indices.filter { tour[$0].contains("EncryptionKey(contentsOf:") }
+        let firstConnection = try #require(tour.firstIndex { $0.contains("Connection(") })
+        #expect(keyLines.count == 2 && keyLines.allSatisfy { $0 < firstConnection }, "\(tour)")
+        let paths = keyLines.compactMap { tour[$0].firstMatch(of: #/contentsOf: "([^"]+)"/#).map { String($0.1) } }
+        try withTemporaryDirectory { dir in
+            try FileManager.default.createDirectory(atPath: dir.path("Keys"), withIntermediateDirectories: true)
+            for path in paths {
+                try FileManager.default.copyItem(
+                    atPath: Self.repository.appendingPathComponent(path).path, toPath: dir.path(path))
+                chmod(dir.path(path), 0o644)
+            }
+            // 0644, then one key 0600, then both: each loose key file fails by name until none is left.
+            for (index, path) in paths.enumerated() {
+                for loose in paths[index...] {
+                    let error = expectError(.invalidKey) { try EncryptionKey(contentsOf: dir.path(loose)) }
+                    let described = error.map { String(describing: $0) } ?? ""
+                    #expect(described.hasPrefix("invalidKey: key file \(dir.path(loose)) can be read by group or others"),
+                            "\(described)")
+                    #expect(described.contains("chmod 600"))
+                    #expect(!described.contains("SQLite error"), "\(described)")
+                }
+                chmod(dir.path(path), 0o600)
+            }
+            let key = try EncryptionKey(contentsOf: dir.path(paths[0]))
+            let backupKey = try EncryptionKey(contentsOf: dir.path(paths[1]))
+            let db = try Connection(path: dir.path("notes.db"), key: key)
+            try db.backup(toPath: dir.path("notes.backup.db"), encryption: .key(backupKey))
+            db.close()
+        }
+    }
+}

@@ -155,17 +155,16 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable, DatabaseE
         DatabaseError(kind: kind, code: extendedResultCode, message: reason, remedy: remedy, sql: sql)
     }
 
-    /// A one-line description: kind, code, message and SQL.
+    /// A one-line description: kind, code, message and SQL. An error SQLite reported starts with its code
+    /// (`SQLite error 5: database is locked`); one the library found itself starts with its kind and message, the
+    /// code last (`invalidKey: key file k can be read by group or others (mode 644); … (code 21)`): a crash report of
+    /// `try` at the top level, the first thing a new user reads, should not blame SQLite for a key file's mode.
     public var description: String {
-        var text = "SQLite error \(extendedResultCode.rawValue)"
-        if kind != .sqlite {
-            text += " [\(kind.name)]"
+        let statement = sql.map { " — while executing `\($0)`" } ?? ""
+        guard kind != .sqlite else {
+            return "SQLite error \(extendedResultCode.rawValue): \(message)" + statement
         }
-        text += ": \(message)"
-        if let sql {
-            text += " — while executing `\(sql)`"
-        }
-        return text
+        return "\(kind.name): \(message)" + statement + " (code \(extendedResultCode.rawValue))"
     }
 }
 
