@@ -129,7 +129,7 @@ struct ExecCommand: SQLSessionCommand {
             }
         } catch {
             ledger.stopped(on: connection, failed: true)
-            Output.message(ledger.failureNote)
+            if let note = ledger.failureNote { Output.message(note) }
             throw error
         }
         ledger.stopped(on: connection, failed: false)
@@ -184,10 +184,11 @@ final class ScriptLedger {
         rolledBackFrom = openTransactionStart
     }
 
-    /// What ran and what stays, said before the error of a failed run.
-    var failureNote: String {
+    /// What ran and what stays, said before the error of a failed run; nothing when the first statement failed (the
+    /// error says all there is).
+    var failureNote: String? {
         let failed = "statement \(completedCount + 1) failed"
-        guard completedCount > 0 else { return "\(failed); no statement before it ran" }
+        guard completedCount > 0 else { return nil }
         let ran = completedCount == 1 ? "statement 1" : "statements 1-\(completedCount)"
         guard let start = rolledBackFrom else {
             return "\(failed); \(ran) ran and \(completedCount == 1 ? "stays" : "stay") committed"

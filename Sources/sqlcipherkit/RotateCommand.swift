@@ -136,10 +136,15 @@ struct RotateCommand: OperatorCommand {
         } else {
             for result in results { Output.result(Self.line(for: result)) }
         }
-        let failedCount = results.filter { !$0.isRotated }.count
-        guard failedCount == 0 else {
+        let failures = results.compactMap(\.error)
+        guard failures.isEmpty else {
+            // One reason: said here too (standard error is what an operator reads first; with --json the FAILED
+            // lines are not printed). Several: each has its own line, or its entry in `databases`.
+            let reasons = Set(failures.map(ErrorWording.message(for:)))
+            let reason = reasons.count == 1 ? reasons.first.map { ": " + $0 } ?? ""
+                : " (the reason of each is in its FAILED line, or in --json's databases)"
             throw CommandFailure(
-                "\(failedCount) of \(results.count) database(s) not rotated; each was left as it was",
+                "\(failures.count) of \(results.count) database(s) not rotated\(reason); each was left as it was",
                 status: ExitStatus.combined(statuses))
         }
     }

@@ -59,7 +59,7 @@ struct SQLCipherKitCommand: ParsableCommand {
     /// Parses and runs a command line, reporting any error on standard error (and, with `--json`, in the one JSON
     /// object on standard output). Tests call it in-process.
     static func run(arguments: [String]) -> ExitStatus {
-        let arguments = movingLeadingJSONFlag(arguments)
+        let arguments = joiningNegativeNumbers(movingLeadingJSONFlag(arguments))
         var command: any ParsableCommand
         do {
             if let mistake = commandLineMistake(in: arguments) { throw mistake }

@@ -40,7 +40,8 @@ struct MessagesTests {
         .decryptIntoNewFile, .matchSourceCipherSettings, .copyWithBackup, .copyWithVacuumInto, .keyThroughAPI,
         .cipherSettingsWhenOpening, .pageSizeWhenCreating, .migrateWithExport, .attachWithKey, .stopOtherProcesses,
         .openWithCompatibility(3), .openWithSQLCipher4, .removeWhitespaceAfterRawKey, .writeRawKeyWithQuotes,
-        .checkTrailingSpaceInPassphrase, .allowWeakPassphrase,
+        .checkTrailingSpaceInPassphrase, .checkLeadingSpaceInPassphrase, .readKeyFileInsteadOfPath,
+        .allowWeakPassphrase,
     ]
 
     @Test("every remedy is worded with the CLI's options and subcommands, never the library's API")
