@@ -40,6 +40,14 @@ enum Output {
         write(text + "\n", toStandardError: true)
     }
 
+    /// `status`, unless the results could not be written to standard output: then 1 and a message, since a
+    /// script reading them got nothing (or half) and exit 0 would say all is well.
+    static func finalStatus(_ status: ExitStatus) -> ExitStatus {
+        guard let failure = standardOutputFailure.withLock({ $0 }) else { return status }
+        message("error: the results could not be written to standard output (\(failure)); they are lost")
+        return status == .success ? .failure : status
+    }
+
     /// Whether standard error is a terminal (progress bars and prompts are shown only then).
     static var isStandardErrorTerminal: Bool {
         if capture != nil { return treatsCaptureAsTerminal }
@@ -61,20 +69,30 @@ enum Output {
             capture.append(text, toStandardError: toStandardError)
             return
         }
-        write(text, to: toStandardError ? STDERR_FILENO : STDOUT_FILENO)
+        if let failure = write(text, to: toStandardError ? STDERR_FILENO : STDOUT_FILENO), !toStandardError {
+            standardOutputFailure.withLock { $0 = $0 ?? failure }
+        }
     }
 
+    /// Why a result could not be written to standard output (`/dev/full`, a closed pipe with SIGPIPE ignored), or
+    /// `nil`: the command then ends with status 1, never 0 with its answer lost.
+    static let standardOutputFailure = Mutex<String?>(nil)
+
     /// Writes to a descriptor, retrying partial writes (also the shell's prompts and line editing, on the terminal).
-    static func write(_ text: String, to descriptor: CInt) {
+    /// Returns why it could not write everything, or `nil`.
+    @discardableResult
+    static func write(_ text: String, to descriptor: CInt) -> String? {
         var text = text
-        text.withUTF8 { bytes in
+        return text.withUTF8 { bytes -> String? in
             var offset = 0
             while offset < bytes.count {
                 let written = systemWrite(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
                 if written < 0 && errno == EINTR { continue }
-                if written <= 0 { return }
+                if written < 0 { return String(cString: strerror(errno)) }
+                if written == 0 { return "nothing was written" }
                 offset += written
             }
+            return nil
         }
     }
 }

@@ -53,7 +53,8 @@ struct SQLCipherKitCommand: ParsableCommand {
         // SIGKILL (or a crash) runs no handler: a guardian process removes what is left when this process ends.
         _ = try? TemporaryFiles.startGuardian()
         EngineLog.silenceUnlessAsked()
-        terminate(run(arguments: Array(CommandLine.arguments.dropFirst())).rawValue)
+        let status = run(arguments: Array(CommandLine.arguments.dropFirst()))
+        terminate(Output.finalStatus(status).rawValue)
     }
 
     /// Parses and runs a command line, reporting any error on standard error (and, with `--json`, in the one JSON

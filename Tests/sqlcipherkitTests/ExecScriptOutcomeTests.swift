@@ -110,3 +110,50 @@ struct ExecScriptOutcomeTests {
         #expect(try rowCount(db, key: key) == 5)
     }
 }
+
+/// An answer written nowhere is not a success: a command whose standard output is full (`/dev/full`) ends with 1.
+@Suite("sqlcipherkit: results that cannot be written")
+struct LostOutputTests {
+    /// Runs the binary with standard output on `/dev/full` (every write fails with ENOSPC), standard error to a file.
+    func runIntoFullDevice(_ arguments: [String], in scratch: Scratch) throws -> (status: Int32, standardError: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binaryPath)
+        process.arguments = arguments
+        process.currentDirectoryURL = scratch.url
+        let errorPath = scratch.path(".stderr-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+        let error = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
+        let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+        process.standardOutput = full
+        process.standardError = error
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try error.close()
+        try full.close()
+        defer { try? FileManager.default.removeItem(atPath: errorPath) }
+        return (process.terminationStatus, try String(contentsOfFile: errorPath, encoding: .utf8))
+    }
+
+    @Test("rows, a JSON object or a report that cannot be written to standard output exit 1 and say so",
+          .enabled(if: FileManager.default.isWritableFile(atPath: "/dev/full"), "needs /dev/full"))
+    func fullStandardOutput() throws {
+        let scratch = try Scratch()
+        let (keyPath, key) = try scratch.rawKeyFile("k")
+        _ = try scratch.database("notes.db", key: key, rowCount: 3)
+        for arguments in [
+            ["exec", "notes.db", "--key-file", keyPath, "SELECT * FROM item"],
+            ["exec", "notes.db", "--key-file", keyPath, "--json", "SELECT count(*) FROM item"],
+            ["verify", "notes.db", "--key-file", keyPath, "--json"],
+            ["info", "notes.db"],
+        ] {
+            let run = try runIntoFullDevice(arguments, in: scratch)
+            #expect(run.status == 1, "\(arguments): \(run)")
+            #expect(run.standardError.contains("could not be written to standard output"), "\(run)")
+        }
+        // A failure keeps its own status (the key's 3), with the same note.
+        let (otherPath, _) = try scratch.rawKeyFile("other")
+        let wrong = try runIntoFullDevice(["verify", "notes.db", "--key-file", otherPath, "--json"], in: scratch)
+        #expect(wrong.status == 3, "\(wrong)")
+    }
+}
