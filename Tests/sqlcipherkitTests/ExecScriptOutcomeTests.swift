@@ -47,6 +47,12 @@ struct ExecScriptOutcomeTests {
         #expect((parsed?.first?["a"] as? [String: String]) == ["real": "Infinity"])
         let list = runInProcess(["exec", db, "--key-file", keyPath, "SELECT 1e999, -1e999"])
         #expect(list.standardOutput == "1e999\t-1e999\n", "list mode keeps the SQL literal that reads back")
+        // The shell's json mode writes them the same way.
+        let shell = try runSubprocess(
+            ["shell", "notes.db", "--key-file", keyPath], standardInput: Array(".mode json\nSELECT 1e999 AS a;\n".utf8),
+            in: scratch)
+        #expect(shell.status == 0, "\(shell)")
+        #expect(shell.standardOutput == #"[{"a":{"real":"Infinity"}}]"# + "\n", "\(shell)")
     }
 
     @Test("a later statement's error: the ones before it ran and stay committed, and the JSON says which")
