@@ -17,7 +17,8 @@ struct BackupCommand: OperatorCommand {
             copy gets the same cipher settings, under the source's key or another one (--dest-key-file); it is \
             written under a temporary name (mode 0600), reopened with its key and verified (quick_check, and \
             cipher_integrity_check on SQLCipher 4.2+), flushed, and renamed into place. An existing destination is \
-            replaced only with --replace (without it: exit 1, nothing written). On a terminal a progress line \
+            replaced only with --replace (without it: exit 1, nothing written). A destination passphrase shorter \
+            than 20 bytes, or with a line break inside, is refused unless --allow-weak-passphrase is given. On a terminal a progress line \
             shows the pages copied, then the verification (--progress plain: timestamped lines for logs).
 
             Example:
@@ -41,6 +42,9 @@ struct BackupCommand: OperatorCommand {
     @OptionGroup(title: "Destination key (optional; the source's key by default)")
     var destinationKey: DestinationKeyOptions
 
+    @OptionGroup
+    var weakPassphrase: WeakPassphraseOption
+
     @OptionGroup(title: "Cipher settings (advanced)", visibility: .hidden)
     var cipher: CipherOptions
 
@@ -62,7 +66,10 @@ struct BackupCommand: OperatorCommand {
 
     func run() throws {
         let key = try key.loadKey()
-        let destinationKey = try destinationKey.loadOptionalKey() ?? key
+        let chosenKey = try destinationKey.loadOptionalKey()
+        // A destination key is chosen now (the source's own key is not judged: it is the key the copy keeps).
+        if let chosenKey, !chosenKey.isSameKey(as: key) { try weakPassphrase.check(newKey: chosenKey) }
+        let destinationKey = chosenKey ?? key
         try FileFacts.requireDatabase(database, nothingTo: "back up")
         if !replace && FileFacts.isNonEmptyFile(destination) {
             try FileFacts.refuseExistingDestination(destination, replaceOption: "--replace")

@@ -11,7 +11,9 @@ struct EncryptCommand: OperatorCommand {
             (mode 0600), verified with the new key (quick_check, schema, user_version, application_id, journal \
             mode), flushed, and renamed into place; the destination must not exist. With --plaintext-header-size \
             (SQLCipher 4 only) the first bytes stay plaintext, and the database salt is not stored in the file: \
-            it is taken from the key, which must then be a raw key with salt (keygen --with-salt).
+            it is taken from the key, which must then be a raw key with salt (keygen --with-salt). A passphrase \
+            shorter than 20 bytes, or with a line break inside, is refused as the new key unless \
+            --allow-weak-passphrase is given.
 
             The cipher options choose the new file's settings (the engine's defaults otherwise), for example \
             --cipher-compatibility 3 for a file SQLCipher 3 can open. On a terminal a progress line shows the pages \
@@ -39,6 +41,9 @@ struct EncryptCommand: OperatorCommand {
     @OptionGroup(title: "Key of the encrypted copy")
     var newKey: NewKeyOptions
 
+    @OptionGroup
+    var weakPassphrase: WeakPassphraseOption
+
     @OptionGroup(title: "Cipher settings of the encrypted copy")
     var cipher: CipherOptions
 
@@ -56,6 +61,7 @@ struct EncryptCommand: OperatorCommand {
 
     func run() throws {
         let key = try newKey.loadKey(confirm: true)
+        try weakPassphrase.check(newKey: key)
         let settings = try cipher.settings(for: key)
         try FileFacts.requireDatabase(plaintext, nothingTo: "encrypt")
         try FileFacts.refuseExistingDestination(destination)

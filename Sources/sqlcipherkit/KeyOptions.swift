@@ -106,6 +106,24 @@ extension KeySourceOptions {
     }
 }
 
+/// `--allow-weak-passphrase`, on the commands that set a key chosen now (`rotate`, `encrypt`, `backup` with a
+/// destination key). A key a database already has is never judged (`migrate` keeps it).
+struct WeakPassphraseOption: ParsableArguments {
+    @Flag(
+        help: ArgumentHelp(
+            "Accept a new passphrase shorter than \(EncryptionKey.minimumRotationPassphraseByteCount) bytes or with a"
+                + " line break inside (refused by default: such text is more likely a mistake than a key)."))
+    var allowWeakPassphrase = false
+
+    /// Refuses `key` as a new key when it is more likely a mistake than a key (exit 2), unless the option was given.
+    func check(newKey key: EncryptionKey) throws {
+        guard !allowWeakPassphrase, let reason = key.weakRotationKeyReason else { return }
+        throw CommandFailure(
+            "\(reason). Use a raw key (sqlcipherkit keygen --out NEW.key) or a longer passphrase, or give"
+                + " --allow-weak-passphrase to accept it. Nothing was changed", status: .usage, kind: "invalidKey")
+    }
+}
+
 /// Standard input can feed one key only: it is read to its end.
 func validateOneStandardInputKey(_ groups: any KeySourceOptions...) throws {
     guard groups.filter(\.readsStandardInput).count <= 1 else {

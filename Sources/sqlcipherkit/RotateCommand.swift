@@ -64,11 +64,8 @@ struct RotateCommand: OperatorCommand {
     @Option(help: ArgumentHelp("How long to wait for other connections' locks.", valueName: "seconds"))
     var lockTimeout: Double = 3
 
-    @Flag(
-        help: ArgumentHelp(
-            "Accept a new passphrase shorter than \(EncryptionKey.minimumRotationPassphraseByteCount) bytes or with a"
-                + " line break inside (refused by default: such text is more likely a mistake than a key)."))
-    var allowWeakPassphrase = false
+    @OptionGroup
+    var weakPassphrase: WeakPassphraseOption
 
     @OptionGroup(title: "Output")
     var output: OutputOptions
@@ -98,11 +95,7 @@ struct RotateCommand: OperatorCommand {
         guard !oldKey.isSameKey(as: newKey) else {
             throw CommandFailure("the new key is the same as the current key; nothing was done", status: .usage)
         }
-        if !allowWeakPassphrase, let reason = newKey.weakRotationKeyReason {
-            throw CommandFailure(
-                "\(reason). Use a raw key (sqlcipherkit keygen --out NEW.key) or a longer passphrase, or give"
-                    + " --allow-weak-passphrase to accept it. Nothing was changed", status: .usage, kind: "invalidKey")
-        }
+        try weakPassphrase.check(newKey: newKey)
         let settings = try cipher.settings(for: oldKey)
         try Self.refuseUnsaltedNewKey(settings: settings, oldKey: oldKey, newKey: newKey, method: method)
         let requests = databases.map {
@@ -110,7 +103,7 @@ struct RotateCommand: OperatorCommand {
                 path: $0, oldEncryption: .key(oldKey, settings: settings),
                 newEncryption: .key(newKey, settings: settings), method: method,
                 backupDirectory: backupDirectory, lockTimeout: .milliseconds(Int(lockTimeout * 1000)),
-                allowsWeakPassphrase: allowWeakPassphrase)
+                allowsWeakPassphrase: weakPassphrase.allowWeakPassphrase)
         }
         // All requests go to the library in one call: it refuses a file named twice (`s.db ./s.db`, a symlink, a
         // hard link) before rotating anything of it, and runs each of the others inside the closure, which draws

@@ -205,6 +205,8 @@ struct MistakesTableTests {
                     "new.key"], status: 1, kind: "missingFile", cause: ["missing.db"]),
             Mistake(what: "encrypt onto an existing file", arguments: ["encrypt", "plain.db", "exists.db",
                     "--new-key-file", "new.key"], status: 1, kind: "destinationExists", cause: ["exists.db", "exists"]),
+            Mistake(what: "encrypt to a short passphrase", arguments: ["encrypt", "plain.db", "e.db", "--new-key-file",
+                    "weak.key"], status: 2, kind: "invalidKey", cause: ["passphrase of 7 bytes", "--allow-weak-passphrase"]),
             Mistake(what: "decrypt without --allow-plaintext", arguments: ["decrypt", "notes.db", "d.db"] + key,
                     status: 2, kind: "usage", cause: ["--allow-plaintext"]),
             Mistake(what: "decrypt with a wrong key", arguments: ["decrypt", "notes.db", "d.db", "--key-file",

@@ -24,7 +24,7 @@ extension EncryptionKey {
                     + " file holds one line, so this is more likely text written by mistake than a key"
             }
             if bytes.count < Self.minimumRotationPassphraseByteCount {
-                return "the new key is a passphrase of \(bytes.count) bytes; a rotation takes a passphrase of at"
+                return "the new key is a passphrase of \(bytes.count) bytes; a new passphrase must have at"
                     + " least \(Self.minimumRotationPassphraseByteCount) bytes (any text that is not x'…' is a"
                     + " passphrase, so a message written into a key file by mistake would become the key)"
             }
