@@ -120,7 +120,7 @@ struct WeakPassphraseOption: ParsableArguments {
         guard !allowWeakPassphrase, let reason = key.weakRotationKeyReason else { return }
         throw CommandFailure(
             "\(reason). Use a raw key (sqlcipherkit keygen --out NEW.key) or a longer passphrase, or give"
-                + " --allow-weak-passphrase to accept it. Nothing was changed", status: .usage, kind: "invalidKey")
+                + " --allow-weak-passphrase to accept it. Nothing was changed", status: .usage)
     }
 }
 

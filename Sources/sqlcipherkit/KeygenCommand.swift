@@ -50,7 +50,7 @@ struct KeygenCommand: OperatorCommand {
             guard let salt = try EncryptionKey(contentsOf: saltFrom).salt else {
                 throw CommandFailure(
                     "the key file \(KeyMaterialRedaction.shown(saltFrom, as: "key file path")) has no salt (it is not"
-                        + " x'<96 hex>'); nothing was written", status: .usage, kind: "invalidKey")
+                        + " x'<96 hex>'); nothing was written", status: .usage)
             }
             key = try key.withSalt(salt)
         }

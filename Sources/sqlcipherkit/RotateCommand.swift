@@ -165,14 +165,14 @@ struct RotateCommand: OperatorCommand {
                 "the database has a plaintext header, which does not store its salt, and the new key file has no"
                     + " salt: the new key file alone could not open the database. Make the new key file with the"
                     + " salt: sqlcipherkit keygen --out NEW.key --salt-from OLD.key (or keep the salt in a file"
-                    + " given with --salt-file). Nothing was changed", status: .usage, kind: "invalidKey")
+                    + " given with --salt-file). Nothing was changed", status: .usage)
         }
         if method == .inPlace, let oldSalt = oldKey.salt, oldSalt != newSalt {
             throw CommandFailure(
                 "an in-place rotation keeps the database's salt, and the new key file has another one: it could not"
                     + " open the database afterwards. Make the new key file with the same salt (sqlcipherkit keygen"
                     + " --out NEW.key --salt-from OLD.key) or rotate with --method copy. Nothing was changed",
-                status: .usage, kind: "invalidKey")
+                status: .usage)
         }
     }
 

@@ -17,7 +17,7 @@ struct NewKeyFloorTests {
         #expect(refused.status == 2, "\(refused)")
         #expect(refused.standardError.contains("passphrase of 7 bytes"), "\(refused)")
         #expect(refused.standardError.contains("--allow-weak-passphrase"), "\(refused)")
-        #expect((jsonEnvelope(refused)?["error"] as? [String: Any])?["kind"] as? String == "invalidKey")
+        #expect((jsonEnvelope(refused)?["error"] as? [String: Any])?["kind"] as? String == "usage")
         #expect(!FileManager.default.fileExists(atPath: scratch.path("enc.db")))
         let allowed = runInProcess(
             ["encrypt", plain, scratch.path("enc.db"), "--new-key-file", scratch.path("short.key"),
