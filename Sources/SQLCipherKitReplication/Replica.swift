@@ -51,7 +51,7 @@ public struct Replica: Sendable {
         var status = stat()
         if !options.replacesExisting && lstat(path, &status) == 0 {
             throw ReplicationError(
-                .destinationExists, "\(path) exists; nothing was written (replace it only on purpose: replacesExisting)")
+                .destinationExists, "\(path) exists; nothing was written (an existing file is replaced only when asked to)")
         }
         let plan = try RestorePlan(catalog: try await catalog(), target: target)
         let replacement: AtomicReplacement

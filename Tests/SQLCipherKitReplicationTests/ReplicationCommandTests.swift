@@ -54,6 +54,7 @@ struct ReplicationCommandTests {
         let again = await runCommand(["restore", url, destination])
         #expect(again.status == 1)
         #expect(again.error.contains("exists"))
+        #expect(!again.error.contains("replacesExisting"), "no API name for a CLI user: \(again.error)")
         await fixture.close()
     }
 
