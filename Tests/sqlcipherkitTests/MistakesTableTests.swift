@@ -360,6 +360,12 @@ struct MistakesTableTests {
             let header = "| Mistake | Exit | `error.kind` | Message (standard error) |\n|---|---|---|---|\n"
             try (header + table.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
         }
+        // Docs/CLI.md's table lists each mistake run here (it is this table, written by SQLCIPHERKIT_MISTAKES_TABLE).
+        let documented = DocumentedJSONSchema.document.split(separator: "\n").filter { $0.hasPrefix("| ") }
+            .map { String($0.dropFirst(2).prefix { $0 != "|" }).trimmingCharacters(in: .whitespaces) }
+        for mistake in Self.mistakes() {
+            #expect(documented.contains(mistake.what), "Docs/CLI.md's mistakes table has no row \(mistake.what)")
+        }
         // The library's names are read: the check above cannot pass by finding none.
         #expect(Self.libraryNames.contains("allowsWeakPassphrase") && Self.libraryNames.contains("RotationRequest"))
     }
