@@ -35,8 +35,9 @@ enum ProgressMode: String, CaseIterable, ExpressibleByArgument, Sendable {
 struct ProgressOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "auto: a bar on a terminal, nothing otherwise; tty: the bar anyway; plain: timestamped lines for logs"
-                + " (each phase, then every \(PhaseProgress.plainInterval) s with done/total and an ETA); none.",
+            "auto: a bar on a terminal (never wider than it), nothing otherwise; tty: the bar anyway; plain:"
+                + " timestamped lines for logs (each phase's start and final figure, and every"
+                + " \(PhaseProgress.plainInterval) s with done/total and an ETA); none.",
             valueName: "mode"))
     var progress: ProgressMode = .auto
 }
