@@ -9,6 +9,8 @@
 //   AWS_SECRET_ACCESS_KEY; the bucket must exist)
 //   sqlcipherkit-replication-benchmarks writer --database DB --key-file KEY --replica FOLDER
 //       [--sync-interval-ms 200] [--rate 300] [--checkpoint-frames 200] [--snapshot-seconds 5]
+//   sqlcipherkit-replication-benchmarks power-loss pool|queue|hand-over --database DB --key-file KEY [--commits 3]
+//       [--journal delete]   (the writers of Tests/PowerLoss/powerloss.py: PowerLossWriter.swift)
 #if Services  // trait Services (Package.swift), which turns on Replication
 import Foundation
 import Logging
@@ -41,6 +43,11 @@ do {
             syncInterval: .milliseconds(intOption("sync-interval-ms", 200)), rate: intOption("rate", 300),
             checkpointFrames: intOption("checkpoint-frames", 200),
             snapshotInterval: .seconds(intOption("snapshot-seconds", 5))
+        ).run()
+    case "power-loss":
+        try await PowerLossWriter(
+            mode: arguments.count > 1 ? arguments[1] : "", database: option("database", ""),
+            keyFile: option("key-file", ""), commits: intOption("commits", 3), journal: option("journal", "delete")
         ).run()
     case "all", "throughput", "lag", "restore", "snapshot":
         let benchmarks = ReplicationBenchmarks(
