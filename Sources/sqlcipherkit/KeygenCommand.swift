@@ -10,8 +10,8 @@ struct KeygenCommand: OperatorCommand {
             The key comes from OpenSSL's CSPRNG and is written as SQLCipher's raw-key text x'<64 hex>' (with \
             --with-salt, x'<96 hex>': key and a random 16-byte salt, needed by databases with a plaintext header). \
             A raw key skips the key derivation, so databases open faster than with a passphrase. The file is \
-            created with mode 0600 and flushed to disk; an existing file is never overwritten. The key is not \
-            printed.
+            created with mode 0600 and flushed to disk, and so is its folder; an existing file is never overwritten. \
+            The key is not printed.
 
             Example:
               sqlcipherkit keygen --out /etc/myservice/notes-2026.key

@@ -261,7 +261,8 @@ extension EncryptionKey {
 
 extension EncryptionKey {
     /// Writes the key to a new key file that ``init(contentsOf:permissions:)`` reads back: the `x'…'` text of a raw
-    /// key or the bytes of a passphrase, then a newline. The file is created with mode 0600 and flushed to disk.
+    /// key or the bytes of a passphrase, then a newline. The file is created with mode 0600 and flushed to disk, and
+    /// then its folder, so the new name survives a power cut once this returns.
     ///
     /// - Throws: ``DatabaseError/invalidKey`` for a passphrase the file could not give back: one that ends with a
     ///   carriage return (the reader removes `\r\n`) or starts with `x'` (the reader takes it for raw-key text).
@@ -302,6 +303,15 @@ extension EncryptionKey {
             }
         }
         closeFileDescriptor(descriptor)
+        // The file's bytes are on disk, but its name is an entry of the folder: until the folder is flushed, a power
+        // cut can leave no key file at all after this returned (Docs/Durability.md).
+        if failure == nil {
+            do {
+                try syncToDisk(atPath: parentFolder(of: path))
+            } catch {
+                failure = error as? DatabaseError ?? DatabaseError(.fileSystem, "\(error)")
+            }
+        }
         if let failure {
             unlink(path)
             throw failure

@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+@testable import sqlcipherkit
+
+/// The power-loss exploration's sample in the regular suite (Docs/Durability.md), and the flushes its findings added,
+/// observed through its recorder (Tests/PowerLoss/recorder.c, preloaded into the binary): what a power cut keeps is
+/// decided by the order of the calls, which no return code shows.
+@Suite("Power loss")
+struct PowerLossTests {
+    @Test(
+        "keygen flushes the new key file and then its folder before it reports success")
+    func keygenFlushesTheFolder() throws {
+        try Recorder.requireLibrary()
+        let scratch = try Scratch()
+        let traces = try Scratch()
+        let folder = try #require(realPath(scratch.url.path))
+        let keyFile = folder + "/new.key"
+        let (result, trace) = try Recorder.run(["keygen", "--out", keyFile], root: folder, traces: traces, in: scratch)
+        #expect(result.status == 0, "\(result)")
+        let created = try #require(trace.firstIndex { $0.op == "open" && $0.path == keyFile && $0.created })
+        let fileFlush = try #require(trace.firstIndex(after: created) { $0.op == "fsync" && $0.path == keyFile })
+        // Without it, a power cut after keygen said "wrote" can leave no key file at all: the name was never flushed.
+        #expect(
+            trace.firstIndex(after: fileFlush) { $0.op == "fsync" && $0.path == folder } != nil,
+            "no fsync of \(folder) after the key file's: \(trace.map(\.summary))")
+    }
+}
+
+/// The recorder, compiled once per test run with the system's C compiler.
+enum Recorder {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
+    /// Cancels the test, saying why, when the recorder cannot be built here.
+    static func requireLibrary() throws {
+        guard library == nil else { return }
+        try Test.cancel("skipped: needs a C compiler (cc, gcc or clang) to build Tests/PowerLoss/recorder.c")
+    }
+
+    /// The compiled library, or `nil` when no compiler is found.
+    static let library: String? = {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sqlcipherkit-recorder-\(getpid())")
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let output = folder.appendingPathComponent("recorder.so").path
+        for compiler in ["cc", "gcc", "clang"] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = [
+                compiler, "-shared", "-fPIC", "-O2", "-o", output, repository + "/Tests/PowerLoss/recorder.c", "-ldl",
+                "-lpthread",
+            ]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            var environment = ProcessInfo.processInfo.environment
+            environment["LD_PRELOAD"] = nil
+            process.environment = environment
+            guard (try? process.run()) != nil else { continue }
+            process.waitUntilExit()
+            if process.terminationStatus == 0 { return output }
+        }
+        return nil
+    }()
+
+    /// One recorded call.
+    struct Call {
+        let op: String
+        let path: String?
+        let created: Bool
+
+        var summary: String { "\(op) \(path ?? "")" }
+    }
+
+    /// Runs the binary with the recorder preloaded, recording the calls under `root`.
+    static func run(
+        _ arguments: [String], root: String, traces: Scratch, in scratch: Scratch
+    ) throws -> (CommandResult, [Call]) {
+        let library = try #require(library)
+        let tracePath = traces.path("trace.jsonl")
+        let preload = [library, ProcessInfo.processInfo.environment["LD_PRELOAD"]].compactMap { $0 }
+        let result = try runSubprocess(
+            arguments,
+            environment: [
+                "LD_PRELOAD": preload.joined(separator: " "), "POWERLOSS_TRACE": tracePath, "POWERLOSS_ROOT": root,
+            ],
+            in: scratch)
+        let text = String(decoding: (try? fileBytes(tracePath)) ?? [], as: UTF8.self)
+        let calls = text.split(separator: "\n").compactMap { line -> Call? in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let op = object["op"] as? String
+            else { return nil }
+            return Call(op: op, path: object["path"] as? String, created: (object["created"] as? Int ?? 0) == 1)
+        }
+        return (result, calls)
+    }
+}
+
+extension Array {
+    /// The first index after `index` whose element matches.
+    func firstIndex(after index: Int, where matches: (Element) -> Bool) -> Int? {
+        self[(index + 1)...].firstIndex(where: matches)
+    }
+}
+
+private func realPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+}
