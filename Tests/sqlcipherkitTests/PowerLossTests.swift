@@ -24,6 +24,29 @@ struct PowerLossTests {
             trace.firstIndex(after: fileFlush) { $0.op == "fsync" && $0.path == folder } != nil,
             "no fsync of \(folder) after the key file's: \(trace.map(\.summary))")
     }
+
+    @Test(
+        "a commit in the DELETE journal mode flushes the folder after it removes the journal, before it returns")
+    func deleteModeCommitFlushesTheFolder() throws {
+        try Recorder.requireLibrary()
+        let scratch = try Scratch()
+        let traces = try Scratch()
+        let folder = try #require(realPath(scratch.url.path))
+        let (keyFile, key) = try scratch.rawKeyFile("db.key")
+        let database = try scratch.database("db.db", key: key, journalMode: "DELETE")
+        let (result, trace) = try Recorder.run(
+            ["exec", database, "--key-file", keyFile, "INSERT INTO item(body) VALUES ('after')"], root: folder,
+            traces: traces, in: scratch)
+        #expect(result.status == 0, "\(result)")
+        // The commit point is the journal's unlink; until the folder is flushed, a power cut brings the journal back
+        // and the next open rolls the acknowledged insert away (Docs/Durability.md).
+        let journal = folder + "/db.db-journal"
+        let removed = try #require(
+            trace.lastIndex { $0.op == "unlink" && $0.path == journal }, "\(trace.map(\.summary))")
+        #expect(
+            trace.firstIndex(after: removed) { $0.op == "fsync" && $0.path == folder } != nil,
+            "no fsync of \(folder) after the journal's unlink: \(trace.map(\.summary))")
+    }
 }
 
 /// The recorder, compiled once per test run with the system's C compiler.
