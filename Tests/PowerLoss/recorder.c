@@ -19,7 +19,7 @@
 // sync, rename, renameat, renameat2, link, linkat, symlink, symlinkat, unlink, unlinkat, remove, mkdir, mkdirat,
 // rmdir, close, dup, dup2, dup3, fcntl/fcntl64 (F_DUPFD only), copy_file_range, sendfile, sendfile64.
 //
-// The trace is one JSON object per line, appended with one write each: {"op":…, "pid":…, "fd":…, "path":…, …}, the
+// The trace is one JSON object per line, appended with one write each ({"op":…, "pid":…, "path":…, …}), the
 // bytes written as "data" in hex. A call and its record are one step under a lock (a mutex for this process's
 // threads, an fcntl lock on the trace for other processes), so the trace's order is the order the calls took effect.
 // Only successful calls are recorded (a failed one changed nothing), and only those naming a path under
@@ -863,7 +863,8 @@ int unlink(const char *name) {
 }
 int unlinkat(int dirfd, const char *name, int flags) {
     RESOLVE(unlinkat);
-    NAMES((flags & AT_REMOVEDIR) ? "rmdir" : "unlink", "unlinkat", dirfd, name, 0, NULL, 0, REAL(unlinkat)(dirfd, name, flags));
+    NAMES((flags & AT_REMOVEDIR) ? "rmdir" : "unlink", "unlinkat", dirfd, name, 0, NULL, 0,
+          REAL(unlinkat)(dirfd, name, flags));
 }
 int remove(const char *name) {
     RESOLVE(remove);

@@ -47,6 +47,40 @@ struct PowerLossTests {
             trace.firstIndex(after: removed) { $0.op == "fsync" && $0.path == folder } != nil,
             "no fsync of \(folder) after the journal's unlink: \(trace.map(\.summary))")
     }
+
+    @Test(
+        "a sample of the power-loss exploration: every crash state of keygen, rotate and backup passes every check")
+    func explorationSample() throws {
+        try Recorder.requireLibrary()
+        guard PeerProcess.isAvailable else { try Test.cancel("skipped: \(PeerProcess.unavailableReason)") }
+        let scratch = try Scratch()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", Recorder.repository + "/Tests/PowerLoss/powerloss.py", "run",
+            "--only", "keygen,rotate-copy-delete,rotate-in-place-delete,rotate-in-place-wal,backup",
+            "--budget", "60", "--cache", scratch.path("cache"),
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["SQLCIPHERKIT_BIN"] = binaryPath
+        environment["SQLCIPHERKIT_EXPECTED_ENGINE"] = Engine.isVersion4 ? "4" : "3"
+        process.environment = environment
+        let output = scratch.path("output")
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        process.waitUntilExit()
+        try handle.close()
+        let text = String(decoding: try fileBytes(output), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(text)")
+        // Every workload ran and checked states: none was skipped, none explored nothing.
+        for workload in ["keygen", "rotate-copy-delete", "rotate-in-place-delete", "rotate-in-place-wal", "backup"] {
+            let line = text.split(separator: "\n").first { $0.hasPrefix(workload + ":") }
+            #expect(line?.contains(" 0 failing") == true && line?.contains("distinct") == true, "\(text)")
+        }
+    }
 }
 
 /// The recorder, compiled once per test run with the system's C compiler.
