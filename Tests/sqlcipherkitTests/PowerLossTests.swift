@@ -49,7 +49,7 @@ struct PowerLossTests {
     }
 
     @Test(
-        "a sample of the power-loss exploration: every crash state of keygen, rotate and backup passes every check")
+        "a sample of the power-loss exploration: every crash state of the CLI's workloads passes every check")
     func explorationSample() throws {
         try Recorder.requireLibrary()
         guard PeerProcess.isAvailable else { try Test.cancel("skipped: \(PeerProcess.unavailableReason)") }
@@ -58,7 +58,7 @@ struct PowerLossTests {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
             "python3", Recorder.repository + "/Tests/PowerLoss/powerloss.py", "run",
-            "--only", "keygen,rotate-copy-delete,rotate-in-place-delete,rotate-in-place-wal,backup",
+            "--only", Self.sampled.joined(separator: ","),
             "--budget", "60", "--cache", scratch.path("cache"),
         ]
         var environment = ProcessInfo.processInfo.environment
@@ -76,11 +76,20 @@ struct PowerLossTests {
         let text = String(decoding: try fileBytes(output), as: UTF8.self)
         #expect(process.terminationStatus == 0, "\(text)")
         // Every workload ran and checked states: none was skipped, none explored nothing.
-        for workload in ["keygen", "rotate-copy-delete", "rotate-in-place-delete", "rotate-in-place-wal", "backup"] {
+        for workload in Self.sampled {
             let line = text.split(separator: "\n").first { $0.hasPrefix(workload + ":") }
             #expect(line?.contains(" 0 failing") == true && line?.contains("distinct") == true, "\(text)")
         }
     }
+}
+
+extension PowerLossTests {
+    /// The workloads of the sample: the CLI's (the writers need the Services trait), with at most 60 distinct states
+    /// each.
+    static let sampled = [
+        "keygen", "rotate-copy-delete", "rotate-in-place-delete", "rotate-in-place-wal", "backup", "decrypt",
+        "shell-output",
+    ]
 }
 
 /// The recorder, compiled once per test run with the system's C compiler.
