@@ -40,7 +40,8 @@ struct SQLCipherKitCommand: ParsableCommand {
         ReplicateCommand.self, RestoreCommand.self, SnapshotsCommand.self,
     ]
     #else
-    static let replicationCommands: [any ParsableCommand.Type] = []
+    /// Hidden commands that say how to get them (ReplicationNotInThisBuild.swift).
+    static let replicationCommands = ReplicationNotInThisBuild.commands
     #endif
 
     /// Replaces ArgumentParser's entry point so usage errors exit with 2 and library errors with their own status.
