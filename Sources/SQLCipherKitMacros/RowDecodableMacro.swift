@@ -158,18 +158,29 @@ public struct RowDecodableMacro: ExtensionMacro {
         if let implicit = type.as(ImplicitlyUnwrappedOptionalTypeSyntax.self) { return implicit.wrappedType }
         if let identifier = type.as(IdentifierTypeSyntax.self), identifier.name.text == "Optional",
            let arguments = identifier.genericArgumentClause?.arguments, arguments.count == 1,
-           case .type(let wrapped) = arguments.first!.argument
+           let wrapped = typeArgument(arguments.first!)
         {
             return wrapped
         }
         if let member = type.as(MemberTypeSyntax.self), member.name.text == "Optional",
            member.baseType.trimmedDescription == "Swift",
            let arguments = member.genericArgumentClause?.arguments, arguments.count == 1,
-           case .type(let wrapped) = arguments.first!.argument
+           let wrapped = typeArgument(arguments.first!)
         {
             return wrapped
         }
         return nil
+    }
+
+    /// The type a generic argument names, `nil` for a value (`Vector<3, Int>`'s `3`). swift-syntax 601 made an
+    /// argument a type or an expression; 600 (the lowest the package accepts) has types only.
+    private static func typeArgument(_ argument: GenericArgumentSyntax) -> TypeSyntax? {
+        #if canImport(SwiftSyntax601)
+        if case .type(let type) = argument.argument { return type }
+        return nil
+        #else
+        return argument.argument
+        #endif
     }
 
     /// A name without its backticks (`` `default` `` is the column `default`).
