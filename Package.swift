@@ -52,11 +52,12 @@ let products: [Product] = [
 // Every requirement is a range a real application can share: `from:` the lowest version this package is known to build
 // with, up to the next major version (a range for swift-syntax, whose major version follows the compiler's). The
 // versions CI builds and tests are pinned in .ci/pins, not here; .ci/consumers builds a consumer package against the
-// lowest and the highest version of each range that resolve (Docs/Compatibility.md, "Dependency versions", says which
-// lower bounds were built and which are the only version this project could try).
+// lowest and the highest version of each range that resolve. Docs/Compatibility.md, "Dependency versions", says which
+// lower bounds were built (swift-argument-parser 1.6.0 and swift-log 1.4.3: the versions below them fail or warn) and
+// which are only the one version this project could build with.
 let dependencies: [Package.Dependency] = [
-    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-    .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"),
+    .package(url: "https://github.com/apple/swift-log", from: "1.4.3"),
     // Used only by the traits above; not fetched while they are off.
     .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
@@ -67,8 +68,8 @@ let dependencies: [Package.Dependency] = [
     .package(url: "https://github.com/vapor/fluent", from: "4.13.0"),
     .package(url: "https://github.com/vapor/vapor", from: "4.122.3"),
     .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
-    .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
-    .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.0"..<"604.0.0"),
+    .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+    .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.1"..<"604.0.0"),
 ]
 
 /// A product of another package, used only while one of `traits` is on.
