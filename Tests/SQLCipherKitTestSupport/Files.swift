@@ -1,5 +1,10 @@
 import Foundation
 import SQLCipherKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A fresh temporary directory for one test, removed when released (or by ``remove()``).
 public final class TemporaryDirectory: Sendable {
@@ -47,13 +52,37 @@ public func fileBytes(_ path: String) throws -> [UInt8] {
     [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
 }
 
-/// Whether `haystack` contains `needle` as a byte sequence.
-public func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
-    let needle = Array(needle.utf8)
-    guard !needle.isEmpty, haystack.count >= needle.count else { return false }
-    return (0...(haystack.count - needle.count)).contains { start in
-        haystack[start] == needle[0] && Array(haystack[start..<(start + needle.count)]) == needle
+/// Where `needle` first occurs in `haystack` as a byte sequence (`nil`: nowhere, or an empty needle): the one byte
+/// search of the test targets (plaintext in a file, a line in a terminal's output).
+public func firstRange(of needle: some Collection<UInt8>, in haystack: some Collection<UInt8>) -> Range<Int>? {
+    let needle = Array(needle)
+    let haystack = Array(haystack)
+    guard let first = needle.first, haystack.count >= needle.count else { return nil }
+    for start in 0...(haystack.count - needle.count)
+    where haystack[start] == first && haystack[start..<(start + needle.count)].elementsEqual(needle) {
+        return start..<(start + needle.count)
     }
+    return nil
+}
+
+/// Whether `haystack` contains `needle` as a byte sequence.
+public func contains(_ haystack: some Collection<UInt8>, _ needle: some Collection<UInt8>) -> Bool {
+    firstRange(of: needle, in: haystack) != nil
+}
+
+/// Whether `haystack` contains the UTF-8 bytes of `needle`.
+public func contains(_ haystack: some Collection<UInt8>, _ needle: String) -> Bool {
+    contains(haystack, Array(needle.utf8))
+}
+
+/// The permission bits of `path` itself (a symbolic link is not followed), with the set-user-ID, set-group-ID and
+/// sticky bits: `0o600`, and `0o4600` shows as such.
+///
+/// - Throws: A `POSIXError` when the path cannot be looked at (`lstat` fails).
+public func fileMode(_ path: String) throws -> Int {
+    var status = stat()
+    guard lstat(path, &status) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    return Int(status.st_mode) & 0o7777
 }
 
 /// The engine this run is on, and the one the test scripts say it must be on (`SQLCIPHERKIT_EXPECTED_ENGINE`, set
@@ -73,8 +102,7 @@ public enum Engine {
 public func folderListing(_ folder: String) throws -> [String: Int] {
     var listing: [String: Int] = [:]
     for name in try FileManager.default.contentsOfDirectory(atPath: folder) {
-        let attributes = try FileManager.default.attributesOfItem(atPath: folder + "/" + name)
-        listing[name] = (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
+        listing[name] = try fileMode(folder + "/" + name)
     }
     return listing
 }

@@ -5,10 +5,6 @@ import Testing
 /// ATTACH on an encrypted connection needs a key unless plaintext was asked for; files ATTACH creates are private.
 @Suite("ATTACH guard")
 struct AttachGuardTests {
-    static func mode(_ path: String) throws -> Int {
-        (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
-    }
-
     /// A file no one may find plaintext in: missing, empty, or neither the SQLite magic nor the marker.
     static func expectNoPlaintext(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
         guard FileManager.default.fileExists(atPath: path) else { return }
@@ -81,7 +77,7 @@ struct AttachGuardTests {
             try db.execute("CREATE TABLE b.t(x); INSERT INTO b.t VALUES ('\(EncryptionTests.marker)')")
             try db.detach("b")
             try Self.expectNoPlaintext(attachedPath)
-            #expect(try Self.mode(attachedPath) == 0o600)
+            #expect(try fileMode(attachedPath) == 0o600)
         }
     }
 
@@ -112,7 +108,7 @@ struct AttachGuardTests {
             let plainPath = dir.path("p.db")
             try db.execute("ATTACH '\(plainPath)' AS p KEY ''; SELECT sqlcipher_export('p'); DETACH p")
             #expect(Array(try fileBytes(plainPath).prefix(16)) == EncryptionTests.magic)
-            #expect(try Self.mode(plainPath) == 0o600)
+            #expect(try fileMode(plainPath) == 0o600)
         }
     }
 
@@ -122,15 +118,15 @@ struct AttachGuardTests {
             let db = try Connection(path: dir.path("main.db"), key: TestKeys.raw)
             let attachedPath = dir.path("new.db")
             try db.execute("ATTACH '\(attachedPath)' AS n KEY 'SENTINEL-KEY-7f3a9c-other'")
-            #expect(try Self.mode(attachedPath) == 0o600)
+            #expect(try fileMode(attachedPath) == 0o600)
             _ = try db.scalar("PRAGMA n.journal_mode = \(journalMode)", as: String.self)
             try db.execute("CREATE TABLE n.t(x)")
             try db.execute("BEGIN; INSERT INTO n.t VALUES (1)")
             let sideFile = attachedPath + (journalMode == "WAL" ? "-wal" : "-journal")
             #expect(FileManager.default.fileExists(atPath: sideFile))
-            #expect(try Self.mode(sideFile) == 0o600)
+            #expect(try fileMode(sideFile) == 0o600)
             try db.execute("COMMIT")
-            #expect(try Self.mode(attachedPath) == 0o600)
+            #expect(try fileMode(attachedPath) == 0o600)
         }
     }
 
@@ -144,7 +140,7 @@ struct AttachGuardTests {
             try db.execute("CREATE TABLE plain.t(x); INSERT INTO plain.t VALUES (1)")
             try db.detach("plain")
             #expect(Array(try fileBytes(plainPath).prefix(16)) == EncryptionTests.magic)
-            #expect(try Self.mode(plainPath) == 0o600)
+            #expect(try fileMode(plainPath) == 0o600)
             let copy = dir.path("copy.db")
             try db.exportDecryptedPlaintextCopy(to: copy)
             #expect(Array(try fileBytes(copy).prefix(16)) == EncryptionTests.magic)
@@ -159,7 +155,7 @@ struct AttachGuardTests {
             let db = try Connection(path: dir.path("main.db"), encryption: .none)
             let other = dir.path("other.db")
             try db.execute("ATTACH '\(other)' AS o; CREATE TABLE o.t(x); DETACH o")
-            #expect(try Self.mode(other) == 0o600)
+            #expect(try fileMode(other) == 0o600)
             let keyed = try Connection(path: dir.path("keyed.db"), key: TestKeys.raw)
             try keyed.execute("ATTACH ':memory:' AS m KEY ''; CREATE TABLE m.t(x); DETACH m")
         }

@@ -14,8 +14,7 @@ struct AttachTests {
             try db.execute("INSERT INTO archive.note VALUES (?)", EncryptionTests.marker)
             try db.detach("archive")
             #expect(!contains(try fileBytes(archivePath), EncryptionTests.marker))
-            let mode = try FileManager.default.attributesOfItem(atPath: archivePath)[.posixPermissions] as? Int
-            #expect(mode == 0o600)
+            #expect(try fileMode(archivePath) == 0o600)
             expectError(.wrongKey) { try Connection(path: archivePath, key: TestKeys.raw) }
             #expect(try Connection(path: archivePath, key: TestKeys.otherPassphrase)
                 .scalar("SELECT body FROM note", as: String.self) == EncryptionTests.marker)

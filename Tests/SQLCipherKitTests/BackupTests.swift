@@ -30,8 +30,7 @@ struct BackupTests {
             let bytes = try fileBytes(backupPath)
             #expect(!contains(bytes, EncryptionTests.marker))
             #expect(Array(bytes.prefix(16)) != EncryptionTests.magic)
-            let mode = try FileManager.default.attributesOfItem(atPath: backupPath)[.posixPermissions] as? Int
-            #expect(mode == 0o600)
+            #expect(try fileMode(backupPath) == 0o600)
             let copy = try Connection(path: backupPath, key: backupKey)
             #expect(try copy.all("SELECT body FROM t ORDER BY id", as: String.self)
                 == db.all("SELECT body FROM t ORDER BY id", as: String.self))

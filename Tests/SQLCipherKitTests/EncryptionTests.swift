@@ -60,8 +60,8 @@ struct EncryptionTests {
             try db.execute("CREATE TABLE t(x)")
             try db.execute("INSERT INTO t VALUES (1)")
             for file in [path, path + "-wal", path + "-shm"] {
-                let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
-                #expect(mode == 0o600, "\(file) has mode \(String(mode ?? 0, radix: 8))")
+                let mode = try fileMode(file)
+                #expect(mode == 0o600, "\(file) has mode \(String(mode, radix: 8))")
             }
         }
     }

@@ -38,8 +38,7 @@ struct ExportTests {
             try plain.exportEncrypted(to: destination, key: TestKeys.passphrase)
             #expect(!contains(try fileBytes(destination), EncryptionTests.marker))
             #expect(Array(try fileBytes(destination).prefix(16)) != EncryptionTests.magic)
-            let mode = try FileManager.default.attributesOfItem(atPath: destination)[.posixPermissions] as? Int
-            #expect(mode == 0o600)
+            #expect(try fileMode(destination) == 0o600)
             try Self.checkCopy(try Connection(path: destination, key: TestKeys.passphrase))
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.url.path)
                 .filter { $0.contains("sqlcipherkit-tmp") }

@@ -97,8 +97,7 @@ struct NewFileRaceTests {
         let bytes = try fileBytes(path)
         #expect(!bytes.isEmpty)
         #expect(Array(bytes.prefix(16)) != EncryptionTests.magic, "the first page is encrypted")
-        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
-        #expect(mode.map { $0 & 0o777 } == 0o600)
+        #expect(try fileMode(path) == 0o600)
         // An empty file opened with any key; a written first page opens with its own key only.
         expectError(.wrongKey) { try Connection(path: path, key: TestKeys.otherPassphrase) }
         let again = try Connection(path: path, key: TestKeys.raw)

@@ -24,8 +24,7 @@ struct RotationTests {
             #expect(result.keyState == .new)
             #expect(try Self.contents(path, key: TestKeys.raw) == before)
             expectError(.wrongKey) { try Connection(path: path, key: TestKeys.passphrase) }
-            let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
-            #expect(mode == 0o600)
+            #expect(try fileMode(path) == 0o600)
             let files = try FileManager.default.contentsOfDirectory(atPath: dir.url.path)
             #expect(files.allSatisfy { !$0.contains("sqlcipherkit-") }, "\(files)")
             // A copy of the main file alone does not open with the old key either.

@@ -48,9 +48,9 @@ struct ExecGuardTests {
         let attached = scratch.path("o.db")
         if attach.status == 0 {
             // SQLCipher 4 keys an ATTACH without KEY with the main database's key: the file is encrypted.
-            let bytes = try Data(contentsOf: URL(fileURLWithPath: attached))
-            #expect(bytes.prefix(16) != Data("SQLite format 3\0".utf8))
-            #expect(bytes.range(of: Data("MARKER-PLAIN-31".utf8)) == nil)
+            let bytes = try fileBytes(attached)
+            #expect(!bytes.starts(with: Array("SQLite format 3\0".utf8)))
+            #expect(!contains(bytes, "MARKER-PLAIN-31"))
         } else {
             #expect(attach.status == 1, "\(attach)")
             #expect(attach.standardError.contains("--allow-plaintext"), "\(attach)")

@@ -36,8 +36,7 @@ struct GuardianTests {
     static func plaintextFiles(in scratch: Scratch) throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { name in
             guard let bytes = try? fileBytes(scratch.path(name)) else { return false }
-            return bytes.count >= marker.utf8.count
-                && Data(bytes).range(of: Data(marker.utf8)) != nil
+            return contains(bytes, marker)
         }
     }
 

@@ -79,7 +79,7 @@ final class PseudoTerminal {
         let pattern = Array(text.utf8)
         let deadline = ContinuousClock.now + .seconds(90)
         while true {
-            if let end = Self.end(of: pattern, in: unread) {
+            if let end = firstRange(of: pattern, in: unread)?.upperBound {
                 defer { unread.removeSubrange(..<end) }
                 return String(decoding: unread[..<end], as: UTF8.self)
             }
@@ -125,12 +125,4 @@ final class PseudoTerminal {
     }
 
     private static let libc = PseudoTerminalFunctions()
-
-    private static func end(of pattern: [UInt8], in bytes: [UInt8]) -> Int? {
-        guard !pattern.isEmpty, bytes.count >= pattern.count else { return nil }
-        for start in 0...(bytes.count - pattern.count) where bytes[start..<(start + pattern.count)].elementsEqual(pattern) {
-            return start + pattern.count
-        }
-        return nil
-    }
 }

@@ -499,17 +499,6 @@ private func allFiles(under folder: String) -> [String] {
     }
 }
 
-private func contains(_ bytes: [UInt8], _ needle: [UInt8]) -> Bool {
-    guard let first = needle.first, bytes.count >= needle.count else { return false }
-    var index = 0
-    let last = bytes.count - needle.count
-    while index <= last {
-        if bytes[index] == first && bytes[index..<(index + needle.count)].elementsEqual(needle) { return true }
-        index += 1
-    }
-    return false
-}
-
 private func makeFolders(_ scratch: Scratch, _ names: String...) throws {
     for name in names {
         try FileManager.default.createDirectory(atPath: scratch.path(name), withIntermediateDirectories: true)

@@ -198,10 +198,6 @@ func rowCount(
     return try db.scalar("SELECT count(*) FROM \(table)", as: Int.self) ?? -1
 }
 
-func fileMode(_ path: String) throws -> Int {
-    (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int ?? 0) & 0o777
-}
-
 // MARK: - Other tools and bounded runs
 
 /// The SQLCipher 3.4.1 shell (Debian package `sqlcipher`), an independent maker of test files; with
