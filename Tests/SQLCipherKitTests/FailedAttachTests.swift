@@ -17,9 +17,14 @@ struct FailedAttachTests {
         "ATTACH '{X}' AS x KEY 0; CREATE TABLE x.t(v)",
     ]
 
-    @Test("a failed ATTACH leaves no file behind, through every path", arguments: failingForms, SQLPath.allCases)
+    /// Each form with every path that can run it: a prepared statement holds one statement, so `prepare` refuses a
+    /// form of two (for that reason, not the ATTACH's) and those forms go through the paths that run scripts only.
+    static let formsAndPaths: [(String, SQLPath)] = failingForms.flatMap { form in
+        SQLPath.allCases.filter { !$0.takesArguments || !form.contains(";") }.map { (form, $0) }
+    }
+
+    @Test("a failed ATTACH leaves no file behind, through every path", arguments: formsAndPaths)
     func leavesNothing(form: String, path: SQLPath) throws {
-        guard !path.takesArguments || !form.contains(";") else { return }
         for isURI in [false, true] {
             try withTemporaryDirectory { dir in
                 let scene = try GuardScene(in: dir, isURI: isURI)
