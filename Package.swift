@@ -121,6 +121,14 @@ var targets: [Target] = [
         path: "Tests/SQLCipherKitTestSupport",
         swiftSettings: strictSwift
     ),
+    // Library code in a process of its own, for the tests that kill one (SIGKILL in the middle of a migration): each
+    // role run by the test that needs it, never a test of its own. Built with the tests, beside their binary.
+    .executableTarget(
+        name: "sqlcipherkit-test-child",
+        dependencies: ["SQLCipherKit", "SQLCipherKitTestSupport"],
+        path: "Tests/SQLCipherKitTestChild",
+        swiftSettings: strictSwift
+    ),
     .testTarget(
         name: "SQLCipherKitTests",
         dependencies: [
