@@ -93,8 +93,8 @@ struct BenchmarkOptions {
           --rotate-mb N    size of the ratio table's rotation database in MB (default 250)
           --workloads LIST comma-separated rows of the ratio table (default: all): rotate-copy,
                            rotate-in-place, decodable-cursor, decodable-fetchall, decodable-generated,
-                           pool-read-1, pool-read-4, async-read-4, open-key, by-index, pool-read-8,
-                           pool-read-16, async-read-4-queue, async-read-4-cpus
+                           pool-read-1, pool-read-4, async-read-4, open-key, by-index, insert,
+                           pool-read-8, pool-read-16, async-read-4-queue, async-read-4-cpus
           --prepare DIR    make the ratio table's files in DIR and exit (for --once)
           --once WORKLOAD --side raw|kit DIR
                            one warm-up and one measured pass of one side of one ratio row, on the files of

@@ -33,6 +33,8 @@ enum RatioBenchmark {
         case asyncRead4 = "async-read-4"
         case openKey = "open-key"
         case byIndex = "by-index"
+        /// 50,000 rows of 10 integers in one transaction, into a fresh table each pass.
+        case insert
         case poolRead8 = "pool-read-8"
         case poolRead16 = "pool-read-16"
         /// The same async reads with `.readerQueue`: each on its reader's own queue (an OS thread per reader).
@@ -50,6 +52,7 @@ enum RatioBenchmark {
             case .asyncRead4: 1.5
             case .openKey: 1.2
             case .byIndex: 1.05
+            case .insert: 1.3
             case .poolRead8, .poolRead16, .asyncRead4Queue, .asyncRead4CPUs: nil
             }
         }
@@ -70,6 +73,9 @@ enum RatioBenchmark {
             case .asyncRead4: "async pool.read, 4 tasks | 4 threads, own connections"
             case .openKey: "open + raw key + first query (x\(RatioBenchmark.openCount))"
             case .byIndex: "fetch by index row[i], 200k rows x 10 | raw loop"
+            case .insert:
+                "insert 50k rows x 10 INTEGER, one transaction | BEGIN IMMEDIATE, prepare, bind x10, step, reset,"
+                    + " COMMIT"
             case .poolRead8: "pool.read, 8 threads | 8 threads, own connections"
             case .poolRead16: "pool.read, 16 threads | 16 threads, own connections"
             case .asyncRead4Queue: "async pool.read, 4 tasks, .readerQueue | 4 threads, own connections"
@@ -109,6 +115,8 @@ enum RatioBenchmark {
 
         var fetchPath: String { directory + "/fetch.sqlite" }
         var poolPath: String { directory + "/pool.sqlite" }
+        /// The insert row's file, one per side (each side's pass drops its previous table and writes a new one).
+        func insertPath(_ side: Side) -> String { directory + "/insert-\(side.rawValue).sqlite" }
         func rotatePath(_ side: Side, _ workload: Workload) -> String {
             directory + "/rotate-\(workload.rawValue)-\(side.rawValue).sqlite"
         }
@@ -151,6 +159,10 @@ enum RatioBenchmark {
         try pool.transaction { try PoolBenchmark.fill(pool) }
         try pool.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         pool.close()
+
+        for side in [Side.raw, .kit] {
+            try Connection(path: fixture.insertPath(side), key: key).close()
+        }
 
         let first = fixture.rotatePath(.raw, .rotateCopy)
         try BackupBenchmark.createSource(atPath: first, rawKeyText: keys[0], megabyteCount: rotateMegabyteCount)
@@ -210,6 +222,11 @@ enum RatioBenchmark {
         private var rawReaders: [Int: [RawConnection]] = [:]
         private var keeper: Connection?
         private var threads: [Int: WorkerThreads] = [:]
+        private var rawInserter: RawConnection?
+        private var kitInserter: Connection?
+        /// Each side's table for the next insert pass, and how many tables it has made.
+        private(set) var insertTables: [Side: String] = [:]
+        private var insertTableCount = 0
 
         init(_ fixture: Fixture) {
             self.fixture = fixture
@@ -225,6 +242,53 @@ enum RatioBenchmark {
             keeper = nil
             for workers in threads.values { workers.stop() }
             threads = [:]
+            rawInserter = nil
+            kitInserter?.close()
+            kitInserter = nil
+        }
+
+        func rawInsertConnection() throws -> RawConnection {
+            if let rawInserter { return rawInserter }
+            let connection = try RawConnection(path: fixture.insertPath(.raw), rawKeyText: fixture.keyTexts[0])
+            rawInserter = connection
+            return connection
+        }
+
+        func kitInsertConnection() throws -> Connection {
+            if let kitInserter { return kitInserter }
+            let connection = try Connection(path: fixture.insertPath(.kit), key: fixture.rawKey)
+            kitInserter = connection
+            return connection
+        }
+
+        /// What a pass needs made before it is timed: for the insert row, the side's previous table checked (every
+        /// row there) and dropped, and a new empty one.
+        func beforePass(_ workload: Workload, _ side: Side) throws {
+            guard workload == .insert else { return }
+            // Each side through its own connection; this part is not timed.
+            let count: () throws -> Int64
+            let execute: (String) throws -> Void
+            if side == .raw {
+                let raw = try rawInsertConnection()
+                count = { try raw.integer("SELECT count(*) FROM \(self.insertTables[side]!)") }
+                execute = { try raw.execute($0) }
+            } else {
+                let db = try kitInsertConnection()
+                count = { try db.scalar("SELECT count(*) FROM \(self.insertTables[side]!)", as: Int64.self) ?? 0 }
+                execute = { try db.execute($0) }
+            }
+            if let previous = insertTables[side] {
+                let rows = try count()
+                guard rows == Workloads.insertRowCount else {
+                    throw BenchmarkError.mismatch(
+                        "\(side.rawValue) insert left \(rows) rows, not \(Workloads.insertRowCount)")
+                }
+                try execute("DROP TABLE \(previous)")
+            }
+            insertTableCount += 1
+            let table = "insert_\(side.rawValue)_\(insertTableCount)"
+            try execute(Workloads.createTableSQL(table))
+            insertTables[side] = table
         }
 
         func raw() throws -> RawConnection {
@@ -340,6 +404,10 @@ enum RatioBenchmark {
                 }
                 return sum
             }
+        case (.insert, .raw):
+            return try Workloads.rawInsert(session.rawInsertConnection(), table: session.insertTables[.raw]!)
+        case (.insert, .kit):
+            return try Workloads.wrapperInsert(session.kitInsertConnection(), table: session.insertTables[.kit]!)
         case (.openKey, .raw):
             try session.holdPoolFile()
             var sum: Int64 = 0
@@ -541,7 +609,9 @@ enum RatioBenchmark {
             + " \(MachineDescription.loadAverage))")
         let fixture = try prepare(in: directory, rotateMegabyteCount: options.rotateMegabyteCount)
         defer {
-            for name in ["fetch", "pool"] { removeDatabaseFiles(atPath: directory + "/\(name).sqlite") }
+            for name in ["fetch", "pool", "insert-raw", "insert-kit"] {
+                removeDatabaseFiles(atPath: directory + "/\(name).sqlite")
+            }
             for workload in [Workload.rotateCopy, .rotateInPlace] {
                 for side in [Side.raw, .kit] {
                     let path = fixture.rotatePath(side, workload)
@@ -570,6 +640,7 @@ enum RatioBenchmark {
                     var seconds: [Side: Double] = [:]
                     var sums: [Side: Int64] = [:]
                     for side in rawFirst ? [Side.raw, .kit] : [.kit, .raw] {
+                        try session.beforePass(workload, side)
                         seconds[side] = try measureSeconds { sums[side] = try run(workload, side, session) }
                     }
                     guard sums[.raw] == sums[.kit] else {
@@ -632,10 +703,12 @@ enum RatioBenchmark {
             // The worker threads zero their own counts now: they take no part in the measured pass.
             session.workers(4).run { _ in threadStartsPass() }
         } else if !workload.isRotation && workload != .openKey {
+            try session.beforePass(workload, side)
             _ = try run(workload, side, session)
         } else if workload == .openKey {
             try session.holdPoolFile()
         }
+        try session.beforePass(workload, side)
         let sum = try measuredWorkloadPass(workload, side, session)
         print("\(workload.rawValue) \(side.rawValue): checksum \(sum)")
     }

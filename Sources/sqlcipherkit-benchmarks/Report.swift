@@ -226,7 +226,7 @@ func printPoolReport(
         summary(nth) + "  target <= \(milliseconds(nthTarget)) ms: "
             + (Measurement.median(nth) <= nthTarget ? "yes" : "NO")))
     print(line("reference: Connection(path:key:), raw key", summary(measurement.rawKeyConnection)))
-    print(line("reference: C API open, raw key (open, key, busy timeout, temp_store, read)",
+    print(line("reference: C API open, raw key (open, key, first query)",
         summary(measurement.rawKeyC)))
     let derivations = Set(measurement.derivationsPerPool).sorted().map(String.init).joined(separator: ", ")
     print("  key derivations by the library per pool (first connection + \(PoolBenchmark.openedReaderCount)"

@@ -177,13 +177,19 @@ enum Workloads {
 
     // MARK: - Insert
 
-    /// BEGIN IMMEDIATE, one prepared statement (bind ×10, step, reset per row), COMMIT.
-    static func rawInsert(_ raw: RawConnection, table: String) throws(BenchmarkError) {
+    /// BEGIN IMMEDIATE, one prepared statement (bind ×10, step, reset per row), COMMIT; returns the sum of the
+    /// values bound.
+    @discardableResult
+    @inline(never)
+    static func rawInsert(_ raw: RawConnection, table: String) throws(BenchmarkError) -> Int64 {
         try raw.execute("BEGIN IMMEDIATE TRANSACTION")
         let statement = try raw.prepare(insertSQL(table))
+        var sum: Int64 = 0
         for row in 0..<insertRowCount {
             for column in 0..<columnCount {
-                let code = sqlite3_bind_int64(statement, Int32(column + 1), value(row: row, column: column))
+                let value = value(row: row, column: column)
+                sum &+= value
+                let code = sqlite3_bind_int64(statement, Int32(column + 1), value)
                 if code != SQLITE_OK { sqlite3_finalize(statement); try raw.check(code, "bind") }
             }
             let code = sqlite3_step(statement)
@@ -192,19 +198,26 @@ enum Workloads {
         }
         sqlite3_finalize(statement)
         try raw.execute("COMMIT TRANSACTION")
+        return sum
     }
 
-    /// `transaction {}`, one prepared statement, `run(v0, …, v9)` per row.
-    static func wrapperInsert(_ db: Connection, table: String) throws {
+    /// `transaction {}`, one prepared statement, `run(v0, …, v9)` per row; returns the sum of the values bound.
+    @discardableResult
+    @inline(never)
+    static func wrapperInsert(_ db: Connection, table: String) throws -> Int64 {
         try db.transaction {
             let insert = try db.prepare(insertSQL(table))
+            var sum: Int64 = 0
             for row in 0..<insertRowCount {
-                try insert.run(
-                    value(row: row, column: 0), value(row: row, column: 1), value(row: row, column: 2),
-                    value(row: row, column: 3), value(row: row, column: 4), value(row: row, column: 5),
-                    value(row: row, column: 6), value(row: row, column: 7), value(row: row, column: 8),
-                    value(row: row, column: 9))
+                let v0 = value(row: row, column: 0), v1 = value(row: row, column: 1)
+                let v2 = value(row: row, column: 2), v3 = value(row: row, column: 3)
+                let v4 = value(row: row, column: 4), v5 = value(row: row, column: 5)
+                let v6 = value(row: row, column: 6), v7 = value(row: row, column: 7)
+                let v8 = value(row: row, column: 8), v9 = value(row: row, column: 9)
+                sum &+= v0 &+ v1 &+ v2 &+ v3 &+ v4 &+ v5 &+ v6 &+ v7 &+ v8 &+ v9
+                try insert.run(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9)
             }
+            return sum
         }
     }
 }
