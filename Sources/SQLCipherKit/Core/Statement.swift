@@ -359,11 +359,15 @@ public final class Statement {
         }
     }
 
-    @usableFromInline
+    @inlinable
+    @inline(__always)
     func checkArgumentCount(_ count: Int) throws(DatabaseError) {
-        guard count == parameterCount else {
-            throw DatabaseError.outOfRange("the statement takes \(parameterCount) argument(s), \(count) given", sql: sql)
-        }
+        if count != parameterCount { throw argumentCountError(count) }
+    }
+
+    @usableFromInline
+    func argumentCountError(_ count: Int) -> DatabaseError {
+        DatabaseError.outOfRange("the statement takes \(parameterCount) argument(s), \(count) given", sql: sql)
     }
 
     @inlinable
@@ -486,7 +490,10 @@ public final class Statement {
     /// Rows a SELECT would return are stepped over. Use ``Connection/lastInsertRowID`` and
     /// ``Connection/changesCount`` for the outcome. A cursor still open over the statement ends (it returns no
     /// more rows), as when a new cursor is made.
+    // Inlined into the caller: left out of line (the optimizer's choice once the cursor and reset bookkeeping grew
+    // it), every row of an insert paid a call and a frame (Docs/Performance.md, "Insert").
     @inlinable
+    @inline(__always)
     public func run<each Value: DatabaseValueConvertible>(_ values: repeat each Value) throws {
         endCursors()
         try resetIfBusy()
