@@ -11,14 +11,14 @@ import Darwin
 /// under `--sanitize=thread`.
 ///
 /// `@unchecked Sendable`: `value` is only read or written between `pthread_mutex_lock` and `pthread_mutex_unlock`.
-final class Locked<Value>: @unchecked Sendable {
+package final class Locked<Value>: @unchecked Sendable {
     // The mutex already makes every access exclusive; the runtime's dynamic exclusivity check on top of it cost
     // about 80 instructions per `withLock`, twice in every pool read (issue 23).
     @exclusivity(unchecked)
     private var value: Value
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    init(_ value: Value) {
+    package init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -31,7 +31,7 @@ final class Locked<Value>: @unchecked Sendable {
     }
 
     /// Runs `body` with the lock held.
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+    package func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)

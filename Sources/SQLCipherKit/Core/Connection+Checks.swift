@@ -50,7 +50,10 @@ extension Connection {
                 return Hex.bytes(hex)
             }
             guard (regularFileSize(atPath: filePath) ?? 0) >= 16 else { return nil }
-            return readFilePrefix(atPath: filePath, count: 16)
+            // Through SQLite's own file handle: opening and closing another descriptor of the file would drop every
+            // POSIX lock this process holds on it (a replicator's read transaction, a pool's readers).
+            let bytes = try readMainFile(count: 16, at: 0)
+            return bytes.count == 16 ? bytes : nil
         }
     }
 }

@@ -65,94 +65,72 @@ public struct WriteAheadLogReport: Sendable, Hashable {
         lastLostFrame.map { $0 - validFrameCount } ?? 0
     }
 
-    static let headerSize = 32
-    static let frameHeaderSize = 24
-    static let version = 3_007_000
-
     /// Reads and checks a write-ahead log. Nothing is written.
     ///
     /// - Parameter path: The `-wal` file.
     /// - Returns: The report; ``isIntact`` says whether SQLite reads every commit in it.
     /// - Throws: ``DatabaseError/fileSystem`` when the file cannot be opened or read.
     public static func check(path: String) throws -> WriteAheadLogReport {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw fileSystemError("cannot open \(path) to check it") }
-        defer { closeFileDescriptor(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw fileSystemError("cannot read the size of \(path)") }
-        let reader = FileReader(descriptor: descriptor, path: path)
-        return try check(byteCount: Int(status.st_size), reader: reader)
-    }
-
-    private static func check(byteCount: Int, reader: FileReader) throws -> WriteAheadLogReport {
-        guard byteCount >= headerSize else {
+        guard let file = try ReadOnlyFile(path: path) else {
+            throw DatabaseError(.fileSystem, "cannot open \(path) to check it: it does not exist")
+        }
+        let byteCount = Int(try file.size())
+        let headerBytes = try file.read(count: WALFormat.headerSize, at: 0)
+        // What SQLite reads: the valid prefix from the header's checksum on. After the first frame SQLite stops at,
+        // frames with the header's salts were written to this log and are lost; another salt is where the log ends.
+        var salts: (UInt32, UInt32)
+        var start: WALPosition?
+        let headerProblem: HeaderProblem?
+        let pageSize: Int
+        switch headerBytes.withUnsafeBytes({ WALFormat.Header.inspect($0) }) {
+        case .tooShort:
             return WriteAheadLogReport(
                 byteCount: byteCount, headerProblem: nil, pageSize: nil, frameCount: 0, validFrameCount: 0,
                 commitCount: 0, firstDamagedFrame: nil, lostCommitCount: 0, lastLostFrame: nil)
-        }
-        let header = try reader.read(count: headerSize, at: 0)
-        let magic = bigEndianWord(header, at: 0)
-        let isBigEndianChecksum = magic & 1 == 1
-        let rawPageSize = Int(bigEndianWord(header, at: 8))
-        let pageSize = rawPageSize >= 512 && rawPageSize <= 65536 && rawPageSize & (rawPageSize - 1) == 0
-            ? rawPageSize : nil
-        let salts = (bigEndianWord(header, at: 16), bigEndianWord(header, at: 20))
-        let storedChecksum = (bigEndianWord(header, at: 24), bigEndianWord(header, at: 28))
-        let headerProblem: HeaderProblem? =
-            if magic & ~1 != 0x377f_0682 { .badMagic }
-            else if pageSize == nil { .badPageSize }
-            else if Int(bigEndianWord(header, at: 4)) != version { .unknownVersion }
-            else if checksum(header[0..<24], bigEndian: isBigEndianChecksum, from: (0, 0)) != storedChecksum {
-                .badChecksum
-            } else { nil }
-
-        guard let pageSize else {
+        case .valid(let header):
+            salts = (header.salt1, header.salt2)
+            start = WALPosition(start: header)
+            headerProblem = nil
+            pageSize = header.pageSize
+        case .invalid(let problem, let validPageSize?, let salt1, let salt2, _, _):
+            salts = (salt1, salt2)
+            headerProblem = problem
+            pageSize = validPageSize
+        case .invalid(let problem, nil, _, _, _, _):
             return WriteAheadLogReport(
-                byteCount: byteCount, headerProblem: headerProblem, pageSize: nil, frameCount: 0, validFrameCount: 0,
+                byteCount: byteCount, headerProblem: problem, pageSize: nil, frameCount: 0, validFrameCount: 0,
                 commitCount: 0, firstDamagedFrame: nil, lostCommitCount: 0, lastLostFrame: nil)
         }
-        let frameSize = frameHeaderSize + pageSize
-        let frameCount = (byteCount - headerSize) / frameSize
-        var running = storedChecksum
-        var isInValidPrefix = headerProblem == nil
+        let frameCount = (byteCount - WALFormat.headerSize) / (WALFormat.frameHeaderSize + pageSize)
+        var running = start
         var validFrameCount = 0
         var commitCount = 0
         var firstDamagedFrame: Int?
         var lostCommitCount = 0
         var lastLostFrame: Int?
-        var frame = 1
-        while frame <= frameCount {
-            let offset = headerSize + (frame - 1) * frameSize
-            let frameHeader = try reader.read(count: frameHeaderSize, at: offset)
-            let pageNumber = bigEndianWord(frameHeader, at: 0)
-            let isCommit = bigEndianWord(frameHeader, at: 4) != 0
-            let hasHeaderSalts = (bigEndianWord(frameHeader, at: 8), bigEndianWord(frameHeader, at: 12)) == salts
-            if isInValidPrefix {
-                let page = try reader.read(count: pageSize, at: offset + frameHeaderSize)
-                let computed = checksum(
-                    page[...], bigEndian: isBigEndianChecksum,
-                    from: checksum(frameHeader[0..<8], bigEndian: isBigEndianChecksum, from: running))
-                let stored = (bigEndianWord(frameHeader, at: 16), bigEndianWord(frameHeader, at: 20))
-                if hasHeaderSalts && pageNumber != 0 && computed == stored {
-                    running = computed
-                    if isCommit {
-                        validFrameCount = frame
+        try WALFormat.forEachFrame(in: file, pageSize: pageSize, from: 1) { number, frame in
+            guard number <= frameCount else { return false }
+            if let position = running {
+                if let (header, checksum) = WALFormat.validate(frame: frame, at: position) {
+                    running?.frame += 1
+                    running?.checksum = checksum
+                    if header.isCommit {
+                        validFrameCount = Int(number)
                         commitCount += 1
                     }
-                    frame += 1
-                    continue
+                    return true
                 }
-                isInValidPrefix = false
-                if hasHeaderSalts { firstDamagedFrame = frame }
+                running = nil
+                let header = WALFormat.FrameHeader(frame)
+                if (header.salt1, header.salt2) == salts { firstDamagedFrame = Int(number) }
             }
-            // Past the point where SQLite stops: frames of this generation (the header's salts) were written after
-            // it; another salt is where this generation ends.
-            guard hasHeaderSalts else { break }
-            if isCommit {
+            let header = WALFormat.FrameHeader(frame)
+            guard (header.salt1, header.salt2) == salts else { return false }
+            if header.isCommit {
                 lostCommitCount += 1
-                lastLostFrame = frame
+                lastLostFrame = Int(number)
             }
-            frame += 1
+            return true
         }
         return WriteAheadLogReport(
             byteCount: byteCount, headerProblem: headerProblem, pageSize: pageSize, frameCount: frameCount,
@@ -160,56 +138,6 @@ public struct WriteAheadLogReport: Sendable, Hashable {
             lostCommitCount: lostCommitCount, lastLostFrame: lastLostFrame)
     }
 
-    /// SQLite's WAL checksum: 32-bit words in the byte order the magic names, summed in pairs (bytes.count is a
-    /// multiple of 8).
-    static func checksum(
-        _ bytes: ArraySlice<UInt8>, bigEndian: Bool, from initial: (UInt32, UInt32)
-    ) -> (UInt32, UInt32) {
-        bytes.withUnsafeBytes { checksum($0, bigEndian: bigEndian, from: initial) }
-    }
-
-    /// The same over bytes in place (the replicator checks every frame it ships with it).
-    package static func checksum(
-        _ buffer: UnsafeRawBufferPointer, bigEndian: Bool, from initial: (UInt32, UInt32)
-    ) -> (UInt32, UInt32) {
-        var (first, second) = initial
-        var index = 0
-        while index + 8 <= buffer.count {
-            let word0 = buffer.loadUnaligned(fromByteOffset: index, as: UInt32.self)
-            let word1 = buffer.loadUnaligned(fromByteOffset: index + 4, as: UInt32.self)
-            first &+= (bigEndian ? UInt32(bigEndian: word0) : UInt32(littleEndian: word0)) &+ second
-            second &+= (bigEndian ? UInt32(bigEndian: word1) : UInt32(littleEndian: word1)) &+ first
-            index += 8
-        }
-        return (first, second)
-    }
-
-    static func bigEndianWord(_ bytes: [UInt8], at offset: Int) -> UInt32 {
-        UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8
-            | UInt32(bytes[offset + 3])
-    }
-
-    /// Reads whole ranges of a file by descriptor.
-    private struct FileReader {
-        let descriptor: CInt
-        let path: String
-
-        func read(count: Int, at offset: Int) throws -> [UInt8] {
-            var bytes = [UInt8](repeating: 0, count: count)
-            var done = 0
-            while done < count {
-                let readCount = bytes.withUnsafeMutableBytes { buffer in
-                    pread(descriptor, buffer.baseAddress! + done, count - done, off_t(offset + done))
-                }
-                if readCount < 0 && errno == EINTR { continue }
-                guard readCount > 0 else {
-                    throw readCount == 0
-                        ? DatabaseError(.fileSystem, "\(path) ended at byte \(offset + done) while it was read")
-                        : fileSystemError("cannot read \(path) at byte \(offset + done)")
-                }
-                done += readCount
-            }
-            return bytes
-        }
-    }
+    /// The size of a log's header.
+    static var headerSize: Int { WALFormat.headerSize }
 }
