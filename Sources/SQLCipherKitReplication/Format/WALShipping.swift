@@ -1,7 +1,10 @@
-/// Reads the committed frames of a write-ahead log as raw bytes, checked as SQLite checks them (salts and running
-/// checksums), without a key and without SQLite.
 #if Replication  // trait Replication (Package.swift)
-enum WALReader {
+import SQLCipherKit
+
+/// What shipping needs of a write-ahead log beyond reading it (``WALFormat``): runs of whole transactions as raw bytes
+/// with their SHA-256, read twice where SQLite may still rewrite them, and the proof that a restarted log goes on
+/// from what was shipped. No key and no SQLite: frames are checked as SQLite checks them (salts, running checksums).
+enum WALShipping {
     /// A run of whole transactions in the log file: the bytes from `offset` (the log's header included when the run
     /// starts the log), the position after its last commit frame, and the SHA-256 of those bytes.
     struct CommittedRun: Sendable {
@@ -12,13 +15,6 @@ enum WALReader {
         let sha256: String
 
         var frameCount: Int { Int(end.frame - start.frame) }
-    }
-
-    /// The log's header, or `nil` when the file is missing, shorter than a header, or its header does not check
-    /// out (not written yet, or torn).
-    static func header(of file: ReadOnlyFile) throws -> WALFormat.Header? {
-        let bytes = try file.read(count: WALFormat.headerSize, at: 0)
-        return bytes.withUnsafeBytes { WALFormat.Header($0) }
     }
 
     /// The committed frames after `position`, up to about `maximumBytes` (at least one transaction, however large).
@@ -40,7 +36,7 @@ enum WALReader {
         var commits: [UInt32: WALFormat.Checksum]?
         if readTwice {
             var seen: [UInt32: WALFormat.Checksum] = [:]
-            guard try walk(file, from: position, maximumBytes: maximumBytes, hasher: nil, onCommit: { end, _ in
+            guard try WALFormat.walkCommits(in: file, from: position, maximumBytes: maximumBytes, onCommit: { end in
                 seen[end.frame] = end.checksum
                 return true
             }) != nil else { return nil }
@@ -55,7 +51,7 @@ enum WALReader {
             hasher.update(header)
         }
         var agreed: (end: WALPosition, digest: SHA256)?
-        _ = try walk(file, from: position, maximumBytes: maximumBytes, hasher: hasher) { end, _ in
+        _ = try WALFormat.walkCommits(in: file, from: position, maximumBytes: maximumBytes, hasher: hasher) { end in
             if let commits, commits[end.frame] != end.checksum { return false }
             agreed = (end, hasher.copy())
             return true
@@ -69,7 +65,7 @@ enum WALReader {
 
     /// The position after the log's last commit frame following `position` (no hashing); `nil` when there is none.
     static func lastCommit(in file: ReadOnlyFile, after position: WALPosition) throws -> WALPosition? {
-        try walk(file, from: position, maximumBytes: .max, hasher: nil) { _, _ in true }
+        try WALFormat.walkCommits(in: file, from: position)
     }
 
     /// The position after the commit frame whose running checksum is `checksum`; `nil` when no commit frame after
@@ -78,7 +74,7 @@ enum WALReader {
         in file: ReadOnlyFile, after position: WALPosition, withChecksum checksum: WALFormat.Checksum
     ) throws -> WALPosition? {
         var found: WALPosition?
-        _ = try walk(file, from: position, maximumBytes: .max, hasher: nil) { end, _ in
+        _ = try WALFormat.walkCommits(in: file, from: position) { end in
             if end.checksum == checksum { found = end }
             return found == nil
         }
@@ -109,71 +105,18 @@ enum WALReader {
         guard oldLog.isRestarted(as: header) else { return false }
         let frameSize = header.frameSize
         let slotCount = max(0, (try file.size() - Int64(WALFormat.headerSize)) / Int64(frameSize))
-        let slotsPerRead = max(1, (1 << 20) / frameSize)
-        var buffer = [UInt8](repeating: 0, count: slotsPerRead * frameSize)
         var found: Int64?
-        var first: Int64 = 0
-        while found == nil, first < slotCount {
-            let offset = Int64(WALFormat.headerSize) + first * Int64(frameSize)
-            let read = try buffer.withUnsafeMutableBytes { try file.read(into: $0, count: $0.count, at: offset) }
-            let slots = read / frameSize
-            if slots == 0 { break }
-            found = buffer.withUnsafeBytes { bytes -> Int64? in
-                for slot in 0..<slots {
-                    let frame = WALFormat.FrameHeader(UnsafeRawBufferPointer(rebasing: bytes[(slot * frameSize)...]))
-                    if frame.salt1 == end.salt1, frame.salt2 == end.salt2, frame.checksum == end.checksum {
-                        return first + Int64(slot)
-                    }
-                }
-                return nil
+        try WALFormat.forEachFrame(in: file, pageSize: header.pageSize, from: 1) { number, frame in
+            let frameHeader = WALFormat.FrameHeader(frame)
+            if frameHeader.salt1 == end.salt1, frameHeader.salt2 == end.salt2, frameHeader.checksum == end.checksum {
+                found = number - 1
+                return false
             }
-            first += Int64(slots)
+            return true
         }
         guard let found, found + 1 < slotCount else { return false }
         let next = try file.read(count: frameSize, at: Int64(WALFormat.headerSize) + (found + 1) * Int64(frameSize))
         return next.count == frameSize && next.withUnsafeBytes { WALFormat.validate(frame: $0, at: oldLog) } == nil
-    }
-
-    /// Every valid frame after `position`, in order, until the first invalid one or the first commit at or past
-    /// `maximumBytes`; calls `onCommit` at each commit frame with the position after it (and the hasher, which has
-    /// seen every frame up to it), and stops when it returns `false`.
-    ///
-    /// - Returns: The position after the last commit frame accepted, `nil` when there was none.
-    private static func walk(
-        _ file: ReadOnlyFile, from position: WALPosition, maximumBytes: Int64, hasher: SHA256?,
-        onCommit: (WALPosition, SHA256?) -> Bool
-    ) throws -> WALPosition? {
-        let frameSize = position.frameSize
-        let framesPerRead = max(1, (1 << 20) / frameSize)
-        var buffer = [UInt8](repeating: 0, count: framesPerRead * frameSize)
-        var running = position
-        var lastCommit: WALPosition?
-        var offset = position.endOffset
-        let limit = maximumBytes >= Int64.max - position.endOffset ? Int64.max : position.endOffset + max(maximumBytes, 1)
-        while true {
-            let read = try buffer.withUnsafeMutableBytes { try file.read(into: $0, count: $0.count, at: offset) }
-            let frameCount = read / frameSize
-            if frameCount == 0 { return lastCommit }
-            for index in 0..<frameCount {
-                let keepGoing: Bool = buffer.withUnsafeBytes { bytes in
-                    let frame = UnsafeRawBufferPointer(rebasing: bytes[(index * frameSize)..<((index + 1) * frameSize)])
-                    guard let (header, checksum) = WALFormat.validate(frame: frame, at: running) else { return false }
-                    hasher?.update(frame)
-                    running.frame += 1
-                    running.checksum = checksum
-                    if header.isCommit {
-                        running.databasePageCount = header.databasePageCountAfterCommit
-                        guard onCommit(running, hasher) else { return false }
-                        lastCommit = running
-                        if running.endOffset >= limit { return false }
-                    }
-                    return true
-                }
-                if !keepGoing { return lastCommit }
-            }
-            if frameCount < framesPerRead { return lastCommit }
-            offset += Int64(frameCount * frameSize)
-        }
     }
 }
 #endif

@@ -4,13 +4,15 @@
 /// itself, once everything was shipped (``Replicator`` expects that restart then). Any other change of the log
 /// means frames may have been checkpointed and overwritten unshipped: the generation ends there.
 #if Replication  // trait Replication (Package.swift)
+import SQLCipherKit
+
 enum LogContinuation: Equatable {
     /// Ship from this position; the first segment starts with the log's header when `includesHeader`.
     case from(WALPosition, includesHeader: Bool)
     /// No log (not written yet, or emptied after a complete checkpoint): nothing to ship.
     case nothingYet
-    /// The log on disk does not continue what was shipped.
-    case broken(String)
+    /// The log on disk does not continue what was shipped: why (the next generation's reason) and a sentence.
+    case broken(GenerationReason, String)
 
     /// - Parameters:
     ///   - header: The log file's header now (`nil`: no file, empty, or not yet written).
@@ -26,6 +28,7 @@ enum LogContinuation: Equatable {
         guard let header else {
             if let shipped, shipped.frame > 0, !expectsRestart {
                 return .broken(
+                    .logEmptied,
                     "the write-ahead log was emptied by another connection before the replicator checkpointed it")
             }
             return .nothingYet
@@ -38,6 +41,7 @@ enum LogContinuation: Equatable {
             return .from(WALPosition(start: header), includesHeader: true)
         }
         return .broken(
+            .logRestarted,
             "the write-ahead log was restarted (salt-1 \(shipped.salt1) → \(header.salt1)) by a checkpoint the"
                 + " replicator did not run, before its frames were shipped")
     }

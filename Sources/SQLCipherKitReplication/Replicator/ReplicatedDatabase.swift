@@ -1,5 +1,4 @@
 #if Replication  // trait Replication (Package.swift)
-import CSQLCipher
 import Dispatch
 import Foundation
 import SQLCipherKit
@@ -17,8 +16,8 @@ import SQLCipherKit
 /// The connections need the key only because SQLite reads (and SQLCipher decrypts) page 1 to start a transaction;
 /// nothing the replicator ships is ever decrypted.
 ///
-/// `@unchecked Sendable`: the connections are used only with `lock` held (the pool runs the paused-writes closure
-/// on its writer's thread, the replicator its own work on `queue`).
+/// `@unchecked Sendable`: the connections and the pin's state are used only with `lock` held (the pool runs the
+/// paused-writes closure on its writer's thread, the replicator its own work on `queue`).
 final class ReplicatedDatabase: @unchecked Sendable {
     /// The main file's path as SQLite names it; the log is beside it.
     let path: String
@@ -30,7 +29,7 @@ final class ReplicatedDatabase: @unchecked Sendable {
     /// Kept in the replica only for a database with a plaintext header (the file does not store it there).
     let plaintextHeaderSalt: [UInt8]?
 
-    private let lock = NSLock()
+    private let lock = Locked(())
     private let pinConnection: Connection
     /// In process: the pool whose writer pauses the writes.
     private let pool: DatabasePool?
@@ -51,19 +50,19 @@ final class ReplicatedDatabase: @unchecked Sendable {
         self.restoresAutomaticCheckpoint = restoresAutomaticCheckpoint
         path = pinConnection.filePath
         guard pinConnection.isEncrypted else {
-            throw ReplicationError(
+            throw DatabaseError(
                 .invalidArgument,
                 "\(path) is not encrypted: a replica holds the file's bytes as they are, so replication refuses a"
                     + " plaintext database")
         }
         guard try pinConnection.scalar("PRAGMA journal_mode", as: String.self)?.lowercased() == "wal" else {
-            throw ReplicationError(
+            throw DatabaseError(
                 .invalidArgument,
                 "\(path) is not in WAL mode: replication ships the write-ahead log (DatabasePool opens databases in"
                     + " WAL mode; PRAGMA journal_mode = WAL does it once for a file)")
         }
         guard let identity = OpenFiles.fileID(path: path) else {
-            throw ReplicationError.fileSystem("cannot read \(path)")
+            throw fileSystemFailure("cannot read \(path)")
         }
         self.identity = identity
         pageSize = try Self.pageSize(of: pinConnection)
@@ -110,7 +109,7 @@ final class ReplicatedDatabase: @unchecked Sendable {
     /// from copying past what was shipped.
     static func open(path: String, encryption: Encryption, busyTimeout: Duration) throws -> ReplicatedDatabase {
         guard FileManager.default.fileExists(atPath: path) else {
-            throw ReplicationError(.notFound, "\(path) does not exist")
+            throw DatabaseError(.fileSystem, "\(path) does not exist; nothing to replicate")
         }
         let options = OpenOptions(mode: .readWrite, busyTimeout: busyTimeout)
         let pin = try Connection(path: path, encryption: encryption, options: options)
@@ -133,9 +132,7 @@ final class ReplicatedDatabase: @unchecked Sendable {
 
     /// Runs `body` with the connections to itself.
     private func exclusively<T>(_ body: () throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body()
+        try lock.withLock { _ in try body() }
     }
 
     // MARK: - Pin and checkpoint (call with the lock held: inside `locked` or `withWritesPaused`)
@@ -170,11 +167,7 @@ final class ReplicatedDatabase: @unchecked Sendable {
 
     /// Runs `body` with the connections locked, on the replicator's queue.
     func locked<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                continuation.resume(with: Result { try self.exclusively { try body() } })
-            }
-        }
+        try await offCooperativePool(on: queue) { try self.exclusively { try body() } }
     }
 
     /// Runs `body` while no connection can commit: on the pool's writer, or under `BEGIN IMMEDIATE` (which waits
@@ -193,33 +186,26 @@ final class ReplicatedDatabase: @unchecked Sendable {
 
     // MARK: - Reading the main file
 
-    /// Reads the main file's bytes (as stored: encrypted) through SQLite's own file handle.
-    ///
-    /// POSIX file locks belong to the process: closing any other descriptor of the database file would drop the
-    /// locks every SQLite connection of this process holds on it. So the main file is never opened separately.
+    /// Reads the main file's bytes (as stored: encrypted) through SQLite's own file handle
+    /// (``Connection/readMainFile(count:at:)``: the file is never opened a second time).
     ///
     /// - Returns: The bytes read (fewer than `count` only at the end of the file).
     func readMainFileLocked(count: Int, at offset: Int64) throws -> [UInt8] {
-        var pointer: UnsafeMutableRawPointer?
-        guard sqlite3_file_control(pinConnection.sqliteConnection, "main", SQLITE_FCNTL_FILE_POINTER, &pointer)
-                == SQLITE_OK, let file = pointer?.assumingMemoryBound(to: sqlite3_file.self),
-              let methods = file.pointee.pMethods
-        else { throw ReplicationError(.fileSystem, "cannot reach the database file of \(path)") }
-        var size: sqlite3_int64 = 0
-        guard methods.pointee.xFileSize?(file, &size) == SQLITE_OK else {
-            throw ReplicationError(.fileSystem, "cannot read the size of \(path)")
+        do {
+            return try pinConnection.readMainFile(count: count, at: offset)
+        } catch let error as DatabaseError {
+            throw ReplicationError(.sourceChanged, error.message)
         }
-        let available = max(0, min(Int64(count), Int64(size) - offset))
-        guard available > 0 else { return [] }
-        var bytes = [UInt8](repeating: 0, count: Int(available))
-        let code = bytes.withUnsafeMutableBytes { buffer in
-            methods.pointee.xRead?(file, buffer.baseAddress, CInt(available), offset) ?? SQLITE_IOERR
-        }
-        guard code == SQLITE_OK else {
-            throw ReplicationError(
-                .sourceChanged, "\(path) could not be read at offset \(offset) (SQLite I/O code \(code))")
-        }
-        return bytes
+    }
+
+    /// The database's salt (`nil` before its first write).
+    func salt() throws -> [UInt8]? {
+        try pinConnection.cipherSalt
+    }
+
+    /// The MAC key of this database's replica (derived from its key).
+    func authentication() throws -> ReplicaAuthentication {
+        try ReplicaAuthentication(connection: pinConnection)
     }
 
     /// Whether the path still names the file the replicator opened.

@@ -12,7 +12,7 @@ import CoreMetrics
 /// | `sqlcipherkit_replication_shipped_bytes_total` | Counter | bytes of segments and snapshots stored |
 /// | `sqlcipherkit_replication_failures_total` | Counter | syncs that failed |
 /// | `sqlcipherkit_replication_last_success_timestamp_seconds` | Gauge | when a sync last succeeded (Unix time) |
-/// | `sqlcipherkit_replication_generations_total` | Counter | generations started |
+/// | `sqlcipherkit_replication_generations_total` | Counter | generations started, with a second dimension `reason` (``GenerationReason``) |
 /// | `sqlcipherkit_replication_gaps_total` | Counter | gaps recorded after an outage |
 struct ReplicationMetrics: Sendable {
     let lagSeconds: Gauge
@@ -20,10 +20,13 @@ struct ReplicationMetrics: Sendable {
     let shippedBytes: Counter
     let failures: Counter
     let lastSuccess: Gauge
-    let generations: Counter
     let gaps: Counter
+    private let database: String
+    private let factory: any MetricsFactory
 
     init(database: String, factory: any MetricsFactory) {
+        self.database = database
+        self.factory = factory
         let dimensions = [("database", database)]
         lagSeconds = Gauge(label: "sqlcipherkit_replication_lag_seconds", dimensions: dimensions, factory: factory)
         lagFrames = Gauge(label: "sqlcipherkit_replication_lag_frames", dimensions: dimensions, factory: factory)
@@ -32,9 +35,15 @@ struct ReplicationMetrics: Sendable {
         failures = Counter(label: "sqlcipherkit_replication_failures_total", dimensions: dimensions, factory: factory)
         lastSuccess = Gauge(
             label: "sqlcipherkit_replication_last_success_timestamp_seconds", dimensions: dimensions, factory: factory)
-        generations = Counter(
-            label: "sqlcipherkit_replication_generations_total", dimensions: dimensions, factory: factory)
         gaps = Counter(label: "sqlcipherkit_replication_gaps_total", dimensions: dimensions, factory: factory)
+    }
+
+    /// Counts a generation started, by why.
+    func generationStarted(reason: GenerationReason) {
+        Counter(
+            label: "sqlcipherkit_replication_generations_total",
+            dimensions: [("database", database), ("reason", reason.rawValue)], factory: factory
+        ).increment()
     }
 
     func record(_ status: ReplicationStatus) {

@@ -19,35 +19,34 @@ extension Replicator {
             let findsEnd = !hasLookedAtLog
             hasLookedAtLog = true
             let (decision, found, end) = try await onQueue {
-                () -> (LogContinuation, WALReader.CommittedRun?, WALPosition?) in
+                () -> (LogContinuation, WALShipping.CommittedRun?, WALPosition?) in
                 guard let file = try ReadOnlyFile(path: walPath) else {
                     return (LogContinuation.decide(
                         header: nil, shipped: current.position, expectsRestart: current.expectsRestart,
                         needsHeader: current.needsLogHeader), nil, nil)
                 }
                 let decision = LogContinuation.decide(
-                    header: try WALReader.header(of: file), shipped: current.position,
+                    header: try WALFormat.header(of: file), shipped: current.position,
                     expectsRestart: current.expectsRestart, needsHeader: current.needsLogHeader)
                 guard case .from(let start, let includesHeader) = decision else { return (decision, nil, nil) }
-                let end = findsEnd ? try WALReader.lastCommit(in: file, after: start) : nil
-                return (decision, try WALReader.committedRun(
+                let end = findsEnd ? try WALShipping.lastCommit(in: file, after: start) : nil
+                return (decision, try WALShipping.committedRun(
                     in: file, after: start, includesHeader: includesHeader, maximumBytes: segmentLimit, readTwice: true),
                     end)
             }
             if findsEnd { committedAtStart = end }
             switch (decision, found) {
-            case (.broken(let reason), _):
+            case (.broken(let reason, let detail), _):
                 hasLookedAtLog = false  // the new generation's log: its end is looked for again
-                await breakContinuity(reason)
+                await breakContinuity(reason, detail)
                 try await startGeneration()
                 continue
             case (.from(_, let includesHeader), let run?):
-                let milliseconds = configuration.now().milliseconds
-                let key = ReplicaLayout.segmentKey(
-                    current.name, index: current.nextIndex, milliseconds: milliseconds, startsLog: includesHeader,
-                    sha256: run.sha256)
-                try await store.put(key, file: walPath, offset: run.offset, length: run.length, progress: nil)
-                recordShipped(key: key, byteCount: run.length, end: run.end)
+                let segment = segmentName(current, startsLog: includesHeader, sha256: run.sha256)
+                try await store.put(
+                    ReplicaLayout.segmentKey(segment), file: walPath, offset: run.offset, length: run.length,
+                    progress: nil)
+                recordShipped(segment, byteCount: run.length, end: run.end)
                 if let committedAtStart, run.end.isSameLog(as: committedAtStart),
                    run.end.frame >= committedAtStart.frame {
                     caughtUpAt = scanStartedAt
@@ -60,11 +59,22 @@ extension Replicator {
         }
     }
 
+    /// The name of the generation's next segment, its MAC chained to the one before it.
+    func segmentName(_ current: ActiveGeneration, startsLog: Bool, sha256: String) -> ReplicaLayout.SegmentName {
+        let unsigned = ReplicaLayout.SegmentName(
+            generation: current.name, index: current.nextIndex, milliseconds: configuration.now().milliseconds,
+            startsLog: startsLog, sha256: sha256, mac: "")
+        let mac = authentication!.segmentMAC(unsigned, previous: current.chain)
+        return ReplicaLayout.SegmentName(
+            generation: unsigned.generation, index: unsigned.index, milliseconds: unsigned.milliseconds,
+            startsLog: startsLog, sha256: sha256, mac: mac)
+    }
+
     /// Records a segment stored (or captured) as the generation's next index.
-    func recordShipped(key: String, byteCount: Int64, end: WALPosition) {
+    func recordShipped(_ segment: ReplicaLayout.SegmentName, byteCount: Int64, end: WALPosition) {
         guard var current = generation else { return }
-        let index = current.nextIndex
         current.nextIndex += 1
+        current.chain = segment.mac
         current.position = end
         current.expectsRestart = false
         current.needsLogHeader = false
@@ -74,7 +84,7 @@ extension Replicator {
         if let pending = current.pendingSnapshot, pending.log.isSameLog(as: end), end.frame >= pending.frame {
             // The snapshot copied at the generation's start serves restore points from here on.
             generation?.pendingSnapshot = nil
-            generation?.pendingSnapshotIndex = index
+            generation?.pendingSnapshotIndex = (segment.index, segment.mac)
         }
     }
 
@@ -95,16 +105,16 @@ extension Replicator {
         let residueLimit = configuration.segmentByteCount
         let walPath = database.walPath
         let outcome = try await database.withWritesPaused { () -> CheckpointOutcome in
-            var residue: (run: WALReader.CommittedRun, bytes: [UInt8], startsLog: Bool)?
+            var residue: (run: WALShipping.CommittedRun, bytes: [UInt8], startsLog: Bool)?
             if let file = try ReadOnlyFile(path: walPath) {
                 let decision = LogContinuation.decide(
-                    header: try WALReader.header(of: file), shipped: current.position,
+                    header: try WALFormat.header(of: file), shipped: current.position,
                     expectsRestart: current.expectsRestart, needsHeader: current.needsLogHeader)
                 switch decision {
-                case .broken(let reason):
-                    return .broken(reason)
+                case .broken(let reason, let detail):
+                    return .broken(reason, detail)
                 case .from(let start, let includesHeader):
-                    if let run = try WALReader.committedRun(
+                    if let run = try WALShipping.committedRun(
                         in: file, after: start, includesHeader: includesHeader, maximumBytes: .max, readTwice: false) {
                         guard run.length <= residueLimit else { return .tooLong }
                         residue = (run, try file.read(count: Int(run.length), at: run.offset), includesHeader)
@@ -121,36 +131,34 @@ extension Replicator {
                 isComplete: result.logFrameCount >= 0 && result.checkpointedFrameCount == result.logFrameCount)
         }
         switch outcome {
-        case .broken(let reason):
-            await breakContinuity(reason)
+        case .broken(let reason, let detail):
+            await breakContinuity(reason, detail)
         case .tooLong:
             // Many frames came in since the last ship: ship them first, checkpoint at the next sync.
             return
         case .done(let residue, let isComplete):
-            if let residue {
-                let key = ReplicaLayout.segmentKey(
-                    current.name, index: current.nextIndex, milliseconds: configuration.now().milliseconds,
-                    startsLog: residue.startsLog, sha256: residue.run.sha256)
-                captured.append(CapturedSegment(key: key, bytes: residue.bytes))
-                recordShipped(key: key, byteCount: residue.run.length, end: residue.run.end)
+            if let residue, let active = generation {
+                let segment = segmentName(active, startsLog: residue.startsLog, sha256: residue.run.sha256)
+                captured.append(CapturedSegment(key: ReplicaLayout.segmentKey(segment), bytes: residue.bytes))
+                recordShipped(segment, byteCount: residue.run.length, end: residue.run.end)
             }
             guard var updated = generation else { return }
             updated.lastCheckpointAt = configuration.now()
             updated.expectsRestart = isComplete && updated.position != nil
-            updated.frozenAt = isComplete ? (updated.nextIndex - 1, updated.position) : nil
+            updated.frozenAt = isComplete ? (updated.nextIndex - 1, updated.position, updated.chain) : nil
             generation = updated
             try await uploadCaptured()
         }
     }
 
     struct CapturedRun: Sendable {
-        let run: WALReader.CommittedRun
+        let run: WALShipping.CommittedRun
         let bytes: [UInt8]
         let startsLog: Bool
     }
 
     enum CheckpointOutcome: Sendable {
-        case broken(String)
+        case broken(GenerationReason, String)
         case tooLong
         case done(residue: CapturedRun?, isComplete: Bool)
     }

@@ -2,7 +2,6 @@
 import Foundation
 import Logging
 import SQLCipherKit
-import Synchronization
 
 /// Ships an encrypted database to a ``ReplicaStore`` continuously: a snapshot of the main file's bytes, then every
 /// committed frame of its write-ahead log, exactly as they are on disk (ciphertext: the key never leaves the
@@ -25,6 +24,11 @@ import Synchronization
 /// log restarted by a checkpoint it did not run, the file replaced, a gap after an outage) it starts a new
 /// generation with a new snapshot. See Docs/Replication.md.
 ///
+/// One replicator writes a replica: it takes the replica's lease when it starts (another live replicator's lease
+/// makes it refuse, ``ReplicationError/Kind/leaseHeld``), checks it before every sync and stops for good when
+/// another took it (``ReplicationError/Kind/fenced``). Every object it writes is authenticated with a key derived
+/// from the database key (``Replica``'s restore checks it).
+///
 /// Rekeying needs the replicator out of the way (its connection keeps the old key): use
 /// ``withReplicationPaused(_:)``; the next generation starts on the new key.
 public actor Replicator {
@@ -41,7 +45,10 @@ public actor Replicator {
     /// The generation being written.
     struct ActiveGeneration: Sendable {
         let name: String
+        let sequence: Int
         var nextIndex: Int
+        /// The MAC chain's value after the last segment named (the manifest's MAC before the first).
+        var chain: String
         /// After the last frame shipped (or captured for shipping); `nil` while the generation has no log.
         var position: WALPosition?
         /// The replicator's last checkpoint was complete with everything shipped: a restarted log continues it.
@@ -51,14 +58,19 @@ public actor Replicator {
         var lastSnapshotAt: Date
         var lastSnapshotIndex: Int
         var lastCheckpointAt: Date
-        /// The main file holds exactly the database at this index and will not change until the pin moves (the
-        /// last checkpoint was complete).
-        var frozenAt: (index: Int, position: WALPosition?)?
+        /// The main file holds exactly the database at this index (the chain's value there) and will not change
+        /// until the pin moves (the last checkpoint was complete).
+        var frozenAt: (index: Int, position: WALPosition?, chain: String)?
         /// A snapshot copied while other connections could checkpoint: it serves restore points from the first
         /// segment that reaches `frame` of its log.
         var pendingSnapshot: PendingSnapshot?
-        /// The index at which that snapshot became usable, once shipping reached it.
-        var pendingSnapshotIndex: Int?
+        /// The index at which that snapshot became usable (and the chain's value there), once shipping reached it.
+        var pendingSnapshotIndex: (index: Int, chain: String)?
+
+        /// Where the next generation links to: the last point of this one.
+        var link: GenerationLink {
+            GenerationLink(generation: name, sequence: sequence, index: nextIndex - 1, chain: chain)
+        }
     }
 
     struct PendingSnapshot: Sendable {
@@ -77,11 +89,17 @@ public actor Replicator {
     let logger: Logger
     let metrics: ReplicationMetrics
     var database: ReplicatedDatabase?
+    /// The MAC key of the database open now (derived from its key).
+    var authentication: ReplicaAuthentication?
+    let lease: ReplicaLease
     var generation: ActiveGeneration?
     var captured: [CapturedSegment] = []
     var hasTriedResume = false
-    var nextGenerationReason = "first generation of this replicator"
-    var previousGeneration: String?
+    var nextGenerationReason = (GenerationReason.firstGeneration, "the replica had no generation to continue")
+    /// The last point of the generation before the next one (kept when a generation ends).
+    var previousLink: GenerationLink?
+    /// The replica's identity, once known (from the store's newest generation, or new).
+    var replicaIdentity: String?
     var statusValue = ReplicationStatus()
     var caughtUpAt: Date?
     private var tail: Task<Void, Never>?
@@ -113,6 +131,7 @@ public actor Replicator {
         logger[metadataKey: "replica"] = "\(store.description)"
         self.logger = logger
         metrics = ReplicationMetrics(database: configuration.metricsName, factory: configuration.metricsFactory)
+        lease = ReplicaLease(store: store, duration: configuration.leaseDuration)
     }
 
     /// Where the replicator stands.
@@ -149,11 +168,12 @@ public actor Replicator {
 
     // MARK: - Running
 
-    /// Opens the database (its own connection, the pin) without contacting the store yet. ``syncNow()`` and
-    /// ``run()`` start it when needed.
+    /// Opens the database (its own connection, the pin) and takes the replica's lease. ``syncNow()`` and ``run()``
+    /// start it when needed.
     ///
-    /// - Throws: ``ReplicationError`` (`invalidArgument`) for a plaintext database or one not in WAL mode; the
-    ///   database's errors (a wrong key, a missing file).
+    /// - Throws: ``DatabaseError`` (`invalidArgument`) for a plaintext database or one not in WAL mode, and the
+    ///   database's errors (a wrong key, a missing file); ``ReplicationError`` (`leaseHeld`) when another replicator
+    ///   writes the replica, and the store's errors.
     public func start() async throws {
         try await serialized { try await self.openIfNeeded() }
     }
@@ -175,7 +195,9 @@ public actor Replicator {
     /// doubling wait (up to ``ReplicatorConfiguration/maximumRetryInterval``); the database keeps serving.
     ///
     /// - Throws: Only what retrying cannot fix: a plaintext database, one not in WAL mode, a key that does not open
-    ///   it (also when another process rekeyed it while it ran). Store failures are logged, counted and retried.
+    ///   it (also when another process rekeyed it while it ran), another replicator's lease
+    ///   (``ReplicationError/Kind/leaseHeld``), a lease taken over (``ReplicationError/Kind/fenced``). Store
+    ///   failures are logged, counted and retried.
     public func run() async throws {
         do {
             try await start()
@@ -188,14 +210,25 @@ public actor Replicator {
             do {
                 try await syncNow()
                 failures = 0
-            } catch let error as ReplicationError where error.kind == .invalidArgument || error.kind == .wrongKey {
-                try? await stop()
-                throw error
-            } catch let error as DatabaseError where error.kind == .wrongKey || error.kind == .notADatabase {
-                // The key no longer opens the file (another process rekeyed it): retrying cannot help.
-                logger.error("replication stopped: the key no longer opens the database", metadata: [
+            } catch let error as ReplicationError where error.kind == .fenced || error.kind == .leaseHeld {
+                logger.error("replication stopped for good: another replicator writes the replica", metadata: [
                     "error": "\(error)",
                 ])
+                await closeWithoutShipping()
+                throw error
+            } catch let error as DatabaseError
+                where error.resultCode == DatabaseError.SQLITE_NOTADB || error.kind == .wrongKey {
+                // The key no longer opens the file (another process rekeyed it): retrying cannot help.
+                let stopped = DatabaseError(
+                    .wrongKey,
+                    "the key no longer opens the database (another process changed its key?); replication stopped"
+                        + " for good (\(error.reason))")
+                logger.error("replication stopped for good", metadata: ["error": "\(stopped)"])
+                await closeWithoutShipping()
+                throw stopped
+            } catch let error as DatabaseError where [.invalidArgument, .invalidState].contains(error.kind) {
+                // The database cannot be replicated: retrying cannot help.
+                logger.error("replication stopped for good", metadata: ["error": "\(error)"])
                 try? await stop()
                 throw error
             } catch {
@@ -237,7 +270,7 @@ public actor Replicator {
             await self.shutDown()
             if let reason {
                 await self.setNextGenerationReason(
-                    "replication paused for \(reason); the log on disk does not continue the replica")
+                    .paused, "replication was paused for \(reason); the log on disk does not continue the replica")
             }
             let result: T
             do {
@@ -252,8 +285,8 @@ public actor Replicator {
         }
     }
 
-    private func setNextGenerationReason(_ reason: String) {
-        nextGenerationReason = reason
+    private func setNextGenerationReason(_ reason: GenerationReason, _ detail: String) {
+        nextGenerationReason = (reason, detail)
     }
 
     /// Runs the replicator's operations one at a time (an actor alone would interleave them at each `await`).
@@ -275,15 +308,19 @@ public actor Replicator {
             database = try await ReplicatedDatabase.open(pool: pool)
         case .file(let path, let keyProvider, let settings):
             let key = try keyProvider.key()
-            database = try await onQueue {
+            let busyTimeout = configuration.busyTimeout
+            database = try await offCooperativePool {
                 try ReplicatedDatabase.open(
-                    path: path, encryption: .key(key, settings: settings), busyTimeout: self.configuration.busyTimeout)
+                    path: path, encryption: .key(key, settings: settings), busyTimeout: busyTimeout)
             }
         }
         do {
             try await database.locked { try database.pinLocked() }
+            authentication = try await database.locked { try database.authentication() }
+            try await lease.acquire(generation: nil, now: configuration.now(), wait: configuration.wait)
         } catch {
             await database.close()
+            authentication = nil
             throw error
         }
         self.database = database
@@ -294,16 +331,11 @@ public actor Replicator {
     private func shutDown() async {
         guard let database else { return }
         let timeout = configuration.shutdownTimeout
-        // Whichever ends first: the last ship, or the timeout (a ship still running then fails on closed
-        // connections; what it stored is complete objects only).
-        let shipped = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let outcome = FirstOutcome(continuation)
-            Task { outcome.resume((try? await self.finalShip()) != nil) }
-            Task {
-                try? await Task.sleep(for: timeout)
-                outcome.resume(false)
-            }
-        }
+        // Whichever ends first: the last ship, or the timeout (then the ship is cancelled and awaited before the
+        // connections close; what it stored is complete objects only).
+        let outcome = await first(of: { try await self.finalShip() }, timeout: timeout)
+        var shipped = false
+        if case .success? = outcome { shipped = true }
         if shipped {
             logger.info("replication stopped; everything committed was shipped", metadata: [
                 "generation": "\(generation?.name ?? "none")", "index": "\((generation?.nextIndex ?? 1) - 1)",
@@ -315,20 +347,36 @@ public actor Replicator {
         }
         await database.close()
         self.database = nil
-        previousGeneration = generation?.name ?? previousGeneration
+        authentication = nil
+        if let generation { previousLink = captured.isEmpty ? generation.link : nil }
         generation = nil
         captured.removeAll()
-        nextGenerationReason = "the replicator started again and the log on disk does not continue the replica"
+        await lease.release()
+        nextGenerationReason = (
+            .notContinuous, "the replicator started again and the log on disk does not continue the replica")
+    }
+
+    /// After a lease was lost: closes without shipping anything more (another replicator writes the replica now).
+    private func closeWithoutShipping() async {
+        guard let database else { return }
+        await database.close()
+        self.database = nil
+        authentication = nil
+        generation = nil
+        captured.removeAll()
+        await lease.abandon()
     }
 
     /// What a killed process leaves: the replicator's connections closed (its pin gone), nothing shipped, nothing
-    /// remembered. Tests use it to see what a replicator started afterwards finds.
+    /// remembered, its lease left in the store. Tests use it to see what a replicator started afterwards finds.
     func closeAsIfKilled() async {
         guard let database else { return }
         await database.close()
         self.database = nil
+        authentication = nil
         generation = nil
         captured.removeAll()
+        await lease.abandon()
     }
 
     private func finalShip() async throws {
@@ -343,10 +391,12 @@ public actor Replicator {
         try await openIfNeeded()
         guard let database else { return }
         do {
+            try await lease.check(generation: generation?.name, now: configuration.now())
             if !database.isSameFile {
-                await breakContinuity("the database file was replaced (another file now has its path)")
+                await breakContinuity(.fileReplaced, "the database file was replaced (another file now has its path)")
                 await database.close()
                 self.database = nil
+                authentication = nil
                 try await openIfNeeded()
             }
             try await uploadCaptured()
@@ -366,6 +416,10 @@ public actor Replicator {
             statusValue.lastIndex = generation.map { $0.nextIndex - 1 }
             metrics.record(status)
             publishStatus()
+        } catch let error as ReplicationError where error.kind == .fenced {
+            statusValue.lastError = "\(error)"
+            publishStatus()
+            throw error
         } catch {
             statusValue.consecutiveFailureCount += 1
             statusValue.lastError = "\(error)"
@@ -402,18 +456,19 @@ public actor Replicator {
     }
 
     /// Ends the generation: the next sync starts a new one.
-    func breakContinuity(_ reason: String) async {
+    func breakContinuity(_ reason: GenerationReason, _ detail: String) async {
         if let generation {
             logger.warning("replication continuity broken; a new generation starts", metadata: [
-                "generation": "\(generation.name)", "reason": "\(reason)",
+                "generation": "\(generation.name)", "reason": "\(reason)", "detail": "\(detail)",
             ])
-            previousGeneration = generation.name
+            // Segments captured but not stored are not part of it: no link then.
+            previousLink = captured.isEmpty ? generation.link : nil
         }
         generation = nil
         // The status names no generation until the next one starts (it is set again only by a successful sync).
         statusValue.generation = nil
         captured.removeAll()
-        nextGenerationReason = reason
+        nextGenerationReason = (reason, detail)
         hasTriedResume = true
     }
 
@@ -421,7 +476,7 @@ public actor Replicator {
     /// replicating: when the log has outgrown its limit, give up continuity so SQLite can restart it.
     private func handleFailure() async {
         guard let database else { return }
-        let size = (try? ReadOnlyFile(path: database.walPath))?.flatMap { try? $0.size() } ?? 0
+        let size = ((try? ReadOnlyFile(path: database.walPath)) ?? nil).flatMap { try? $0.size() } ?? 0
         statusValue.unshippedFrameCount = max(0, Int((size - 32) / Int64(max(1, database.pageSize + 24))))
         if generation != nil {
             guard size > configuration.maximumWALByteCount else { return }
@@ -429,7 +484,8 @@ public actor Replicator {
             metrics.gaps.increment()
             let since = statusValue.lastSuccessfulSync.map(ISO8601.string) ?? "the start"
             await breakContinuity(
-                "gap: the store failed since \(since) and the log reached \(size) bytes (limit"
+                .gap,
+                "the store failed since \(since) and the log reached \(size) bytes (limit"
                     + " \(configuration.maximumWALByteCount)); the replicator checkpointed without shipping")
         }
         do {
@@ -444,27 +500,8 @@ public actor Replicator {
 
     /// Runs blocking work on the database's queue (never on Swift's cooperative threads).
     func onQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        let queue = database?.queue ?? DispatchQueue.global()
-        return try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try body() }) }
-        }
+        try await offCooperativePool(on: database?.queue ?? .global(), body)
     }
 }
 
-/// Resumes a continuation with the first outcome given, ignoring the later ones (the replicator's and the service's
-/// bounded waits: whichever of the work and the timeout ends first).
-package final class FirstOutcome: Sendable {
-    private let continuation: Mutex<CheckedContinuation<Bool, Never>?>
-
-    package init(_ continuation: CheckedContinuation<Bool, Never>) {
-        self.continuation = Mutex(continuation)
-    }
-
-    package func resume(_ value: Bool) {
-        continuation.withLock { continuation in
-            continuation?.resume(returning: value)
-            continuation = nil
-        }
-    }
-}
 #endif

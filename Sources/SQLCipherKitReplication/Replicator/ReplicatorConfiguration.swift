@@ -33,6 +33,10 @@ public struct ReplicatorConfiguration: Sendable {
     public var shutdownTimeout: Duration
     /// As a sidecar: how long the replicator waits for the other process's writer when it takes the write lock.
     public var busyTimeout: Duration
+    /// How long the replica's lease lasts without being renewed. A replicator renews it every third of this while it
+    /// runs; one that finds the lease of a replicator on another machine waits this long for it to be renewed before
+    /// it takes it over (a holder on the same machine is known alive or dead at once).
+    public var leaseDuration: Duration
     /// Where shipping, gaps, new generations and failures are reported (never key material).
     public var logger: Logger
     /// The `database` dimension of every metric: a name, not a path.
@@ -40,10 +44,11 @@ public struct ReplicatorConfiguration: Sendable {
     /// The metrics backend; by default the one bootstrapped with `MetricsSystem.bootstrap`.
     public var metricsFactory: any MetricsFactory
     /// The clock for the times recorded in the replica and for ages (tests give their own).
-    public var now: @Sendable () -> Date
-    /// How ``Replicator/run()`` waits between syncs and before a retry, given the interval it wants (by default
-    /// `Task.sleep(for:)`). Tests give their own to see the back-off and to drive the loop without waiting for time.
-    public var wait: @Sendable (Duration) async throws -> Void
+    package var now: @Sendable () -> Date
+    /// How ``Replicator/run()`` waits between syncs and before a retry, and how a replicator waits for another's
+    /// lease to be renewed, given the interval it wants (by default `Task.sleep(for:)`). Tests give their own to
+    /// see the back-off and to drive the loop without waiting for time.
+    package var wait: @Sendable (Duration) async throws -> Void
 
     /// Creates a configuration.
     public init(
@@ -58,11 +63,10 @@ public struct ReplicatorConfiguration: Sendable {
         maximumRetryInterval: Duration = .seconds(60),
         shutdownTimeout: Duration = .seconds(30),
         busyTimeout: Duration = .seconds(5),
+        leaseDuration: Duration = .seconds(15),
         logger: Logger = Logger(label: "sqlcipherkit.replication"),
         metricsName: String = "default",
-        metricsFactory: any MetricsFactory = MetricsSystem.factory,
-        now: @escaping @Sendable () -> Date = { Date() },
-        wait: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+        metricsFactory: any MetricsFactory = MetricsSystem.factory
     ) {
         self.syncInterval = syncInterval
         self.checkpointFrameCount = checkpointFrameCount
@@ -75,11 +79,12 @@ public struct ReplicatorConfiguration: Sendable {
         self.maximumRetryInterval = maximumRetryInterval
         self.shutdownTimeout = shutdownTimeout
         self.busyTimeout = busyTimeout
+        self.leaseDuration = leaseDuration
         self.logger = logger
         self.metricsName = metricsName
         self.metricsFactory = metricsFactory
-        self.now = now
-        self.wait = wait
+        now = { Date() }
+        wait = { try await Task.sleep(for: $0) }
     }
 }
 
@@ -106,7 +111,7 @@ public struct ReplicationStatus: Sendable, Hashable {
     public var shippedByteCount: Int64
 
     /// Nothing shipped yet.
-    public init() {
+    package init() {
         generation = nil
         lastIndex = nil
         lastSuccessfulSync = nil

@@ -7,8 +7,10 @@ import Glibc
 import Darwin
 #endif
 
-/// A replica in a store: list it, restore from it, prune it. None of this needs the database key: a restore writes
-/// the stored (encrypted) bytes back; a key is used only to verify the result when one is given.
+/// A replica in a store: list it, restore from it, prune it. A restore writes the stored (encrypted) bytes back, so
+/// none of this needs the database key; with one, every object is authenticated (its MAC, ``ReplicaAuthentication``)
+/// and the result opened and checked before it is put in place. Without one, only checksums are checked: anyone who
+/// can write to the store could have written what is restored.
 ///
 /// ```swift
 /// let replica = Replica(store: try FolderReplicaStore(root: "/mnt/replica/notes"))
@@ -26,42 +28,50 @@ public struct Replica: Sendable {
 
     /// Its generations, snapshots and restore points.
     ///
+    /// - Parameter keys: Keys to check every MAC with (the first that verifies a generation's manifest checks the
+    ///   rest of it); none: checksums and structure only.
     /// - Throws: ``ReplicationError`` from the store.
-    public func catalog() async throws -> ReplicaCatalog {
-        try await ReplicaCatalog.load(from: store)
+    public func catalog(verifyingWith keys: [VerificationKey] = []) async throws -> ReplicaCatalog {
+        try await ReplicaCatalog.load(from: store, keys: keys)
     }
 
     /// Writes the database as it was at `target` into a new file at `path`, byte for byte as the source file was
     /// at that point (checkpointed): the snapshot's bytes, then every log frame up to the restore point applied,
     /// cut to the size its last commit gives.
     ///
-    /// Every object is checked against its SHA-256 as it is downloaded, and every frame against the log's own salts
-    /// and running checksum; the first object that fails stops the restore, and the error names it and the last
-    /// restore point before it. The file is written under a temporary name beside `path` (mode 0600), flushed,
-    /// verified with `options.verificationKeys` when there are any, and only then linked into place: an existing
-    /// file is never overwritten unless `options.replacesExisting` (then renamed over, atomically).
+    /// The newest state or an error: `.latest` (and `.time`) stop, naming the object, when anything newer than the
+    /// point they would choose cannot be read (a damaged or missing manifest, a generation whose snapshot never
+    /// completed, two generations with one sequence number, a generation of another replica); only a target that
+    /// names a generation or point restores something older on purpose. Generations are ordered by their sequence
+    /// numbers, never by a host's clock.
+    ///
+    /// With `options.verificationKeys`, every object's MAC is checked first (a forged, replayed, cut or foreign
+    /// object stops the restore as ``ReplicationError/Kind/notAuthentic``). Every object is checked against its
+    /// SHA-256 as it is downloaded, and every frame against the log's own salts and running checksum; the first
+    /// object that fails stops the restore, and the error names it and the last restore point before it. The file
+    /// is written under a temporary name beside `path` (mode 0600), flushed, opened and checked with the keys when
+    /// there are any, and only then linked into place: an existing file is never overwritten unless
+    /// `options.replacesExisting` (then renamed over, atomically).
+    ///
+    /// What no check can find: someone who can delete objects from the store can remove its newest ones, and what
+    /// is left is an older replica that verifies. ``RestoreReport/newestPoint`` says how recent the replica is.
     ///
     /// - Returns: What was written.
-    /// - Throws: ``ReplicationError``: `destinationExists`; `notFound` (no such restore point); `damaged` (an object
-    ///   does not match its checksum, a segment is missing, frames do not follow on); `wrongKey` (no given key opens
-    ///   the result); `verificationFailed`; errors of the store. Nothing is left at `path` then.
+    /// - Throws: ``ReplicationError``: `destinationExists`; `notFound` (an empty replica, no such restore point);
+    ///   `damaged` (an object does not match its checksum, a segment is missing, frames do not follow on, something
+    ///   newer than the point cannot be read); `notAuthentic`; errors of the store. ``DatabaseError``: `wrongKey`
+    ///   (no given key opens the result), `verificationFailed`, file-system errors. Nothing is left at `path` then.
     public func restore(
         to path: String, at target: RestoreTarget = .latest, options: RestoreOptions = RestoreOptions()
     ) async throws -> RestoreReport {
         var status = stat()
         if !options.replacesExisting && lstat(path, &status) == 0 {
-            throw ReplicationError(
-                .destinationExists, "\(path) exists; nothing was written (an existing file is replaced only when asked to)")
+            throw ReplicationError(.destinationExists, "\(path) exists; nothing was written", remedy: .replaceOnPurpose)
         }
-        let plan = try RestorePlan(catalog: try await catalog(), target: target)
-        let replacement: AtomicReplacement
-        do {
-            replacement = try AtomicReplacement(
-                destination: path, policy: options.replacesExisting ? .replaceExisting : .createNew,
-                operation: "restore")
-        } catch let error as DatabaseError {
-            throw ReplicationError(error.kind == .fileSystem ? .fileSystem : .invalidArgument, error.message)
-        }
+        let catalog = try await catalog(verifyingWith: options.verificationKeys)
+        let plan = try catalog.plan(for: target)
+        let replacement = try AtomicReplacement(
+            destination: path, policy: options.replacesExisting ? .replaceExisting : .createNew, operation: "restore")
         do {
             let byteCount = try await write(plan, into: replacement.temporaryPath, progress: options.progress)
             var verification: (name: String, report: IntegrityReport)?
@@ -70,15 +80,15 @@ public struct Replica: Sendable {
                 verification = try RestoreVerification.verify(
                     temporaryPath, keys: options.verificationKeys, generation: plan.generation, point: plan.point)
             }
+            var authenticatedWith: String?
+            if case .verified(let name) = plan.generation.authenticity { authenticatedWith = name }
             return RestoreReport(
                 point: plan.point, path: replacement.destination, byteCount: byteCount,
                 snapshotIndex: plan.snapshot.index, segmentCount: plan.segments.count,
-                verifiedWith: verification?.name, integrity: verification?.report)
+                verifiedWith: verification?.name, integrity: verification?.report, newestPoint: catalog.newestPoint,
+                authenticatedWith: authenticatedWith)
         } catch {
             replacement.abandon()
-            if let error = error as? DatabaseError {
-                throw ReplicationError(.fileSystem, error.message)
-            }
             throw error
         }
     }
@@ -90,7 +100,7 @@ public struct Replica: Sendable {
         _ plan: RestorePlan, into path: String, progress: (@Sendable (RestoreProgress) -> Void)?
     ) async throws -> Int64 {
         let descriptor = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { throw ReplicationError.fileSystem("cannot open \(path)") }
+        guard descriptor >= 0 else { throw fileSystemFailure("cannot open \(path)") }
         defer { close(descriptor) }
         let total = plan.snapshot.byteCount + plan.segments.reduce(0) { $0 + $1.byteCount }
         var completed: Int64 = 0
@@ -124,17 +134,19 @@ public struct Replica: Sendable {
             do {
                 try frames.apply(bytes, startsLog: segment.startsLog)
             } catch let problem as FrameApplier.Problem {
+                let lastGood = plan.generation.lastGoodPoint(before: segment.index)
                 throw ReplicationError(
                     .damaged,
                     "\(segment.key) does not follow on from the segment before it (\(problem.reason)); restore"
-                        + " stopped" + RestorePlan.lastGoodHint(plan.generation, before: segment.index))
+                        + " stopped" + ReplicaGeneration.lastGoodText(lastGood),
+                    remedy: .nameRestorePoint(lastGood: lastGood))
             }
             completed += segment.byteCount
             progress?(RestoreProgress(completedByteCount: completed, totalByteCount: total))
         }
         let size = frames.databasePageCount.map { Int64($0) * Int64(frames.pageSize) } ?? snapshot.byteCount
-        guard ftruncate(descriptor, off_t(size)) == 0 else { throw ReplicationError.fileSystem("cannot size \(path)") }
-        guard fsync(descriptor) == 0 else { throw ReplicationError.fileSystem("cannot flush \(path)") }
+        guard ftruncate(descriptor, off_t(size)) == 0 else { throw fileSystemFailure("cannot size \(path)") }
+        guard fsync(descriptor) == 0 else { throw fileSystemFailure("cannot flush \(path)") }
         return size
     }
 
@@ -142,17 +154,20 @@ public struct Replica: Sendable {
         do {
             return try await store.get(key)
         } catch let error as ReplicationError where error.kind == .notFound {
+            let lastGood = plan.generation.lastGoodPoint(before: index)
             throw ReplicationError(
-                .damaged,
-                "\(key) is missing from the store; restore stopped" + RestorePlan.lastGoodHint(plan.generation, before: index))
+                .damaged, "\(key) is missing from the store; restore stopped" + ReplicaGeneration.lastGoodText(lastGood),
+                remedy: .nameRestorePoint(lastGood: lastGood))
         }
     }
 
     private func damaged(_ key: String, plan: RestorePlan, failingAt index: Int) -> ReplicationError {
-        ReplicationError(
+        let lastGood = plan.generation.lastGoodPoint(before: index)
+        return ReplicationError(
             .damaged,
             "\(key) does not match its SHA-256 (the object is damaged); restore stopped"
-                + RestorePlan.lastGoodHint(plan.generation, before: index))
+                + ReplicaGeneration.lastGoodText(lastGood),
+            remedy: .nameRestorePoint(lastGood: lastGood))
     }
 }
 

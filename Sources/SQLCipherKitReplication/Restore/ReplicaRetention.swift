@@ -3,7 +3,8 @@ import Foundation
 
 /// How long a replica keeps its snapshots, and with them the log segments and generations only they need.
 ///
-/// A snapshot goes when it is older than ``maximumAge`` or when ``maximumSnapshotCount`` newer ones exist; the newest
+/// A snapshot goes when it is older than ``maximumAge`` (by the time it was taken) or when ``maximumSnapshotCount``
+/// newer ones exist (newer: of a later generation, by sequence number, or later in its generation); the newest
 /// snapshot always stays. The restore points before the oldest snapshot kept go with it.
 public struct ReplicaRetention: Sendable, Hashable {
     /// Snapshots older than this are removed; `nil` keeps them whatever their age.
@@ -42,21 +43,23 @@ extension Replica {
     ///   - now: The time ages are measured against.
     ///   - activeGeneration: The generation a replicator is writing, never removed.
     /// - Returns: What was removed.
-    /// - Throws: ``ReplicationError`` from the store.
+    /// - Throws: ``ReplicationError`` from the store, ``DatabaseError`` for a local store's file errors.
     @discardableResult
     public func applyRetention(
         _ retention: ReplicaRetention, now: Date = Date(), activeGeneration: String? = nil
     ) async throws -> RetentionReport {
         let catalog = try await catalog()
-        let allSnapshots = catalog.generations.flatMap { generation in generation.snapshots.map { (generation, $0) } }
-            .sorted { $0.1.createdAt > $1.1.createdAt }
+        // Newest first: by the generations' order (their sequence numbers), then by index.
+        let allSnapshots = catalog.generations.reversed().flatMap { generation in
+            generation.snapshots.reversed().map { (generation, $0) }
+        }
         var kept: Set<String> = []
         for (rank, (generation, snapshot)) in allSnapshots.enumerated() {
             let isYoung = retention.maximumAge.map { now.timeIntervalSince(snapshot.createdAt) <= $0.seconds } ?? true
             let isWithinCount = retention.maximumSnapshotCount.map { rank < max($0, 1) } ?? true
             if rank == 0 || (isYoung && isWithinCount) { kept.insert(generation.name + "/\(snapshot.index)") }
         }
-        let newestKept = allSnapshots.first?.1.createdAt ?? .distantFuture
+        let newestKept = allSnapshots.first?.0.sequence ?? .max
         var removedSnapshots: [String] = []
         var removedGenerations: [String] = []
         var removedCount = 0
@@ -66,7 +69,7 @@ extension Replica {
             if keptHere.isEmpty {
                 // A generation still being written has no snapshot yet and is newer than every kept one.
                 if generation.name == activeGeneration
-                    || (generation.snapshots.isEmpty && generation.createdAt >= newestKept) { continue }
+                    || (generation.snapshots.isEmpty && generation.sequence >= newestKept) { continue }
                 keys = try await everyKey(of: generation.name)
                 removedGenerations.append(generation.name)
                 removedSnapshots += generation.snapshots.map { generation.name + "/\($0.index)" }

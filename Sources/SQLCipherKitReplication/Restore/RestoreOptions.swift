@@ -16,7 +16,8 @@ public enum RestoreTarget: Sendable, Hashable {
     case point(generation: String, index: Int)
 }
 
-/// A key to try on a restored database, and what to call it in reports (never the key itself).
+/// A key to authenticate a replica with and to open a restored database with, and what to call it in reports
+/// (never the key itself).
 public struct VerificationKey: Sendable {
     /// How reports name it (`--key-file notes.key`, `the old key`).
     public var name: String
@@ -39,8 +40,9 @@ public struct RestoreOptions: Sendable {
     /// Replace the destination when it exists (through the library's atomic replacement: the old file stays whole
     /// until the new one is complete, flushed and verified). Off by default: an existing file is never touched.
     public var replacesExisting: Bool
-    /// Keys to open the restored file with before it is put in place: the first that opens it must pass
-    /// `quick_check` (and `cipher_integrity_check` on SQLCipher 4.2+). Empty: no key is needed, none is used.
+    /// Keys to authenticate the replica's objects with, and to open the restored file with before it is put in
+    /// place: the first that opens it must pass `quick_check` (and `cipher_integrity_check` on SQLCipher 4.2+).
+    /// Empty: no key is needed, none is used, and the restore checks integrity only.
     public var verificationKeys: [VerificationKey]
     /// Called as bytes are written (from the restoring task).
     public var progress: (@Sendable (RestoreProgress) -> Void)?
@@ -73,12 +75,20 @@ public struct RestoreReport: Sendable {
     /// Its size.
     public let byteCount: Int64
     /// The snapshot it started from.
-    public let snapshotIndex: Int
+    package let snapshotIndex: Int
     /// The log segments applied on top of it.
-    public let segmentCount: Int
+    package let segmentCount: Int
     /// The name of the key that opened it, when keys were given.
     public let verifiedWith: String?
     /// Its checks with that key.
     public let integrity: IntegrityReport?
+    /// The newest point the replica holds (what ``RestoreTarget/latest`` restores), with its time: how recent the
+    /// replica is, and how far behind it a restore of an older point is. Someone who can delete the newest objects
+    /// from the store can make an older replica look like this one; only a record kept outside the store (the
+    /// point a monitor saw last) can tell.
+    public let newestPoint: RestorePoint?
+    /// The name of the key every restored object was authenticated with; `nil` when no key was given (integrity
+    /// checked only).
+    public let authenticatedWith: String?
 }
 #endif

@@ -6,7 +6,7 @@ enum RestoreVerification {
     /// Tries each key in turn on the file at `path` (a copy that has no log: a wrong key writes nothing).
     ///
     /// - Returns: The name of the first key that opens it, and its integrity report (intact).
-    /// - Throws: ``ReplicationError``: `wrongKey` when none opens it (saying which generation and period the file
+    /// - Throws: ``DatabaseError``: `wrongKey` when none opens it (saying which generation and period the file
     ///   belongs to, since a key changed since then is the usual cause), `verificationFailed` when the key opens it
     ///   but a check fails.
     static func verify(
@@ -16,7 +16,7 @@ enum RestoreVerification {
             var settings = candidate.settings
             if (generation.plaintextHeaderSize ?? 0) > 0 {
                 if settings.plaintextHeaderSize == nil { settings.plaintextHeaderSize = generation.plaintextHeaderSize }
-                if settings.salt == nil { settings.salt = generation.plaintextHeaderSalt }
+                if settings.salt == nil { settings.salt = generation.salt }
             }
             let connection: Connection
             do {
@@ -31,7 +31,7 @@ enum RestoreVerification {
             let report = try connection.checkIntegrity()
             guard report.isIntact else {
                 let problems = report.quickCheckProblems + (report.cipherIntegrityProblems ?? [])
-                throw ReplicationError(
+                throw DatabaseError(
                     .verificationFailed,
                     "the restored database (\(point)) opens with \(candidate.name) but does not verify: "
                         + problems.prefix(3).joined(separator: "; ") + "; nothing was written")
@@ -39,11 +39,12 @@ enum RestoreVerification {
             return (candidate.name, report)
         }
         let names = keys.map(\.name).joined(separator: ", ")
-        throw ReplicationError(
+        let since = generation.createdAt.map { " from \(ISO8601.string($0))" } ?? ""
+        throw DatabaseError(
             .wrongKey,
             "none of the given keys (\(names)) opens the restored database (\(point)); nothing was written. Generation"
-                + " \(generation.name) holds the database as it was from \(ISO8601.string(generation.createdAt)):"
-                + " if its key was changed since (a rotation starts a new generation), verify with the key it had then")
+                + " \(generation.name) holds the database as it was\(since): if its key was changed since (a rotation"
+                + " starts a new generation), verify with the key it had then")
     }
 }
 #endif

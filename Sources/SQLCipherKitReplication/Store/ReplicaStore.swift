@@ -1,5 +1,6 @@
 #if Replication  // trait Replication (Package.swift)
 import Foundation
+import SQLCipherKit
 
 /// Where replicas are kept: an S3-compatible bucket, or a folder (a mounted volume).
 ///
@@ -32,12 +33,6 @@ public protocol ReplicaStore: Sendable {
     /// - Throws: ``ReplicationError`` (`notFound` when there is no such object).
     func get(_ key: String) async throws -> [UInt8]
 
-    /// Writes the object `key` into a new file at `path` (mode 0600; the file must not exist), streamed.
-    ///
-    /// - Parameter progress: Called with the number of bytes written so far.
-    /// - Throws: ``ReplicationError`` (`notFound`, `destinationExists`, …). A partial file is removed.
-    func get(_ key: String, toFile path: String, progress: (@Sendable (Int64) -> Void)?) async throws
-
     /// Every object whose key starts with `prefix`, sorted by key (every page of the listing).
     ///
     /// - Throws: ``ReplicationError``.
@@ -47,6 +42,53 @@ public protocol ReplicaStore: Sendable {
     ///
     /// - Throws: ``ReplicationError``.
     func delete(_ keys: [String]) async throws
+
+    /// The bytes of the object `key` and a tag of this version of it for ``put(_:bytes:if:)``; `nil` when there
+    /// is no such object. The default reads it with ``get(_:)`` and gives no tag.
+    ///
+    /// - Throws: ``ReplicationError``.
+    func getVersioned(_ key: String) async throws -> (bytes: [UInt8], version: String?)?
+
+    /// Stores `bytes` under `key` only if the object is still as it was read: absent, or of the version
+    /// ``getVersioned(_:)`` gave. The replica's lease is written this way where the store can (an object written in
+    /// between makes the write fail instead of being overwritten). The default answers
+    /// ``ConditionalWrite/unsupported``.
+    ///
+    /// - Throws: ``ReplicationError``.
+    func put(_ key: String, bytes: [UInt8], if condition: WriteCondition) async throws -> ConditionalWrite
+}
+
+/// What a conditional write requires of the object it replaces.
+public enum WriteCondition: Sendable, Hashable {
+    /// There is no such object.
+    case absent
+    /// The object is of this version (a tag ``ReplicaStore/getVersioned(_:)`` gave).
+    case version(String)
+}
+
+/// The outcome of a conditional write.
+public enum ConditionalWrite: Sendable, Hashable {
+    /// The condition held and the object was written.
+    case written
+    /// The object changed since it was read (or exists): nothing was written.
+    case conditionFailed
+    /// The store cannot write conditionally (OpenStack Swift's S3 API answers `NotImplemented`): nothing was
+    /// written, and the caller must check by reading back.
+    case unsupported
+}
+
+extension ReplicaStore {
+    public func getVersioned(_ key: String) async throws -> (bytes: [UInt8], version: String?)? {
+        do {
+            return (try await get(key), nil)
+        } catch let error as ReplicationError where error.kind == .notFound {
+            return nil
+        }
+    }
+
+    public func put(_ key: String, bytes: [UInt8], if condition: WriteCondition) async throws -> ConditionalWrite {
+        .unsupported
+    }
 }
 
 /// One object of a ``ReplicaStore``.
@@ -63,75 +105,8 @@ public struct ReplicaObject: Sendable, Hashable {
     }
 }
 
-/// The error of replication, stores and restore: a kind to match, and a message a person can act on (never a key or
-/// a credential).
-public struct ReplicationError: Error, Sendable, CustomStringConvertible {
-    /// What went wrong.
-    public struct Kind: Hashable, Sendable, CustomStringConvertible {
-        /// A stable identifier, such as `"notFound"`.
-        public let name: String
-
-        /// Creates a kind (the library's own kinds are the static members).
-        public init(_ name: String) { self.name = name }
-
-        /// The name.
-        public var description: String { name }
-
-        /// No object (or no replica) under that key.
-        public static let notFound = Kind("notFound")
-        /// The store refused the credentials (wrong access key or secret, expired session token).
-        public static let accessDenied = Kind("accessDenied")
-        /// The bucket does not exist.
-        public static let noSuchBucket = Kind("noSuchBucket")
-        /// The store says this machine's clock is too far from its own to accept a signature.
-        public static let clockSkew = Kind("clockSkew")
-        /// The store could not be reached (connection refused, timeout, name resolution).
-        public static let unreachable = Kind("unreachable")
-        /// The store answered with an error not covered by another kind.
-        public static let storeError = Kind("storeError")
-        /// Lets `catch ReplicationError.Kind.notFound` match an error of that kind.
-        public static func ~= (kind: Kind, error: any Error) -> Bool {
-            (error as? ReplicationError)?.kind == kind
-        }
-
-        /// An object's content does not match its checksum, or a replica is missing a piece: restore stops.
-        public static let damaged = Kind("damaged")
-        /// A file that was being read changed or was shorter than expected.
-        public static let sourceChanged = Kind("sourceChanged")
-        /// The destination of a restore or download exists.
-        public static let destinationExists = Kind("destinationExists")
-        /// A local file operation failed.
-        public static let fileSystem = Kind("fileSystem")
-        /// A URL, option or argument is not valid.
-        public static let invalidArgument = Kind("invalidArgument")
-        /// No key given to verify a restored database opens it.
-        public static let wrongKey = Kind("wrongKey")
-        /// A restored database opened with its key but did not pass its checks (quick_check, page HMACs).
-        public static let verificationFailed = Kind("verificationFailed")
-    }
-
-    /// What went wrong.
-    public let kind: Kind
-    /// What happened and, where there is one, what to do.
-    public let message: String
-
-    /// Creates an error.
-    public init(_ kind: Kind, _ message: String) {
-        self.kind = kind
-        self.message = message
-    }
-
-    /// `kind: message`.
-    public var description: String { "\(kind): \(message)" }
-}
-/// Creates the file a download writes into: mode 0600, never over an existing file or through a symbolic link. The
-/// caller closes it, and removes it unless the download completed.
-func createDownloadFile(_ destination: String) throws -> Int32 {
-    let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-    guard output >= 0 else {
-        if errno == EEXIST { throw ReplicationError(.destinationExists, "\(destination) exists; nothing was written") }
-        throw ReplicationError.fileSystem("cannot create \(destination)")
-    }
-    return output
+/// A local file operation failed: a ``DatabaseError`` of kind `fileSystem` with the system's reason.
+func fileSystemFailure(_ message: String) -> DatabaseError {
+    DatabaseError(.fileSystem, message + ": " + String(cString: strerror(errno)))
 }
 #endif

@@ -1,5 +1,6 @@
 #if Replication  // trait Replication (Package.swift)
 import Foundation
+import SQLCipherKit
 
 /// The store a replica URL names: `file:///path/to/folder` (a ``FolderReplicaStore``) or
 /// `s3://BUCKET/PREFIX` (an S3-compatible bucket, with `endpoint` for a store other than AWS).
@@ -12,16 +13,17 @@ import Foundation
 ///   - url: The replica's URL.
 ///   - endpoint: For `s3://`: the store's endpoint URL (`http://127.0.0.1:8080`); `nil` for AWS.
 /// - Returns: The store.
-/// - Throws: ``ReplicationError`` (`invalidArgument`) for a URL of another scheme or without a path; the store's
-///   own errors (a folder that cannot be created).
+/// - Throws: ``DatabaseError`` (`invalidArgument`) for a URL of another scheme or without a path, or a `file://`
+///   URL naming something that is not a folder. A folder that does not exist is a store holding nothing (a
+///   replicator creates it as it writes; a restore from it says that nothing is stored there).
 public func replicaStore(for url: String, endpoint: String? = nil) throws -> any ReplicaStore {
     if url.hasPrefix("file://") {
         guard endpoint == nil else {
-            throw ReplicationError(.invalidArgument, "--endpoint applies to s3:// replicas only, not \(url)")
+            throw DatabaseError(.invalidArgument, "an endpoint applies to s3:// replicas only, not \(url)")
         }
         let path = String(url.dropFirst("file://".count))
         guard path.hasPrefix("/"), path.count > 1, !path.contains("\0") else {
-            throw ReplicationError(
+            throw DatabaseError(
                 .invalidArgument, "\(url) is not a folder URL: give file:///absolute/path (three slashes)")
         }
         let decoded = path.removingPercentEncoding ?? path
@@ -30,7 +32,7 @@ public func replicaStore(for url: String, endpoint: String? = nil) throws -> any
     if url.hasPrefix("s3://") {
         return try s3ReplicaStore(for: url, endpoint: endpoint)
     }
-    throw ReplicationError(
+    throw DatabaseError(
         .invalidArgument, "\(url) is not a replica URL: give file:///path/to/folder or s3://BUCKET/PREFIX")
 }
 
@@ -51,7 +53,7 @@ func s3ReplicaStore(
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(parts[0])
             guard ["region", "addressing"].contains(name), parts.count == 2 else {
-                throw ReplicationError(
+                throw DatabaseError(
                     .invalidArgument, "\(url): unknown option \(name) (s3:// URLs take ?region= and ?addressing=)")
             }
             options[name] = String(parts[1]).removingPercentEncoding ?? String(parts[1])
@@ -62,13 +64,13 @@ func s3ReplicaStore(
     let bucket = String(rest[..<slash])
     let prefix = slash < rest.endIndex ? String(rest[rest.index(after: slash)...]) : ""
     guard !bucket.isEmpty else {
-        throw ReplicationError(.invalidArgument, "\(url) names no bucket: give s3://BUCKET/PREFIX")
+        throw DatabaseError(.invalidArgument, "\(url) names no bucket: give s3://BUCKET/PREFIX")
     }
     func variable(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
     var addressing: S3ReplicaStore.Addressing?
     if let value = options["addressing"] {
         guard let chosen = S3ReplicaStore.Addressing(rawValue: value) else {
-            throw ReplicationError(.invalidArgument, "\(url): addressing is path or virtual, not \(value)")
+            throw DatabaseError(.invalidArgument, "\(url): addressing is path or virtual, not \(value)")
         }
         addressing = chosen
     }

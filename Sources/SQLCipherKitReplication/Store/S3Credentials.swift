@@ -1,5 +1,6 @@
 #if Replication  // trait Replication (Package.swift)
 import Foundation
+import SQLCipherKit
 
 /// The credentials an ``S3ReplicaStore`` signs its requests with: an access key ID, its secret, and for temporary
 /// credentials a session token.
@@ -43,14 +44,14 @@ public struct S3Credentials: Sendable, CustomStringConvertible, CustomDebugStrin
     /// (`AWS_SHARED_CREDENTIALS_FILE`, or `~/.aws/credentials`), profile `AWS_PROFILE` or `default`.
     ///
     /// - Parameter environment: The variables to read (the process's by default).
-    /// - Throws: ``ReplicationError`` (`invalidArgument`) when there are none, or when a file is not readable or has
-    ///   no such profile.
+    /// - Throws: ``DatabaseError`` (`invalidArgument`) when there are none, or when a file is not readable, may be
+    ///   read by others than its owner, or has no such profile.
     public static func standard(
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws -> S3Credentials {
         if let accessKeyID = environment["AWS_ACCESS_KEY_ID"], !accessKeyID.isEmpty {
             guard let secret = environment["AWS_SECRET_ACCESS_KEY"], !secret.isEmpty else {
-                throw ReplicationError(
+                throw DatabaseError(
                     .invalidArgument, "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not: set both")
             }
             return S3Credentials(
@@ -66,7 +67,7 @@ public struct S3Credentials: Sendable, CustomStringConvertible, CustomDebugStrin
         if FileManager.default.fileExists(atPath: path) {
             return try S3Credentials(file: path, profile: profile)
         }
-        throw ReplicationError(
+        throw DatabaseError(
             .invalidArgument,
             "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary "
                 + "credentials), or write them to a credentials file named by AWS_SHARED_CREDENTIALS_FILE "
@@ -84,12 +85,14 @@ public struct S3Credentials: Sendable, CustomStringConvertible, CustomDebugStrin
     ///
     /// Sections are profiles (`[name]`, or `[profile name]`); lines starting with `#` or `;` are comments.
     ///
-    /// - Throws: ``ReplicationError`` (`invalidArgument`) when the file cannot be read or has no such profile or no
-    ///   key in it. The message names the file and profile, never a value from it.
+    /// The file is held to the rules of key files: a regular file, owned by this user or root, that group and others
+    /// cannot read (mode 0600); anything else is refused before it is read.
+    ///
+    /// - Throws: ``DatabaseError`` (`invalidArgument`) when the file cannot be read, breaks those rules, or has no
+    ///   such profile or no key in it. The message names the file and profile, never a value from it.
     public init(file path: String, profile: String = "default") throws {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw ReplicationError(.invalidArgument, "cannot read the S3 credentials file \(path)")
-        }
+        // Held to the rules of key files: a credentials file others can read is refused, not used.
+        let text = try SecretFile.readText(atPath: path, describedAs: "the S3 credentials file \(path)")
         var section: String?
         var values: [String: String] = [:]
         for rawLine in text.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline) {
@@ -108,7 +111,7 @@ public struct S3Credentials: Sendable, CustomStringConvertible, CustomDebugStrin
         guard let accessKeyID = values["aws_access_key_id"], !accessKeyID.isEmpty,
               let secret = values["aws_secret_access_key"], !secret.isEmpty
         else {
-            throw ReplicationError(
+            throw DatabaseError(
                 .invalidArgument,
                 "the S3 credentials file \(path) has no aws_access_key_id and aws_secret_access_key in profile [\(profile)]")
         }

@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import Logging
 import NIOCore
+import SQLCipherKit
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -87,24 +88,27 @@ public struct S3ReplicaStore: ReplicaStore {
 
     /// A store in `bucket` under `prefix`.
     ///
-    /// - Throws: ``ReplicationError`` (`invalidArgument`) for an endpoint that is not an `http(s)://host[:port]`
+    /// A plain `http://` endpoint that is not on this machine gets a warning in ``transportWarning`` and the log:
+    /// the objects are ciphertext either way, but the requests' signatures could be replayed by whoever sees them.
+    ///
+    /// - Throws: ``DatabaseError`` (`invalidArgument`) for an endpoint that is not an `http(s)://host[:port]`
     ///   URL, an empty bucket name, a part size under 1 byte, or virtual-host addressing with a bucket name that is
     ///   not a host name.
     public init(
         bucket: String, prefix: String = "", credentials: S3Credentials, configuration: Configuration = Configuration()
     ) throws {
         guard !bucket.isEmpty, !bucket.contains("/"), !bucket.utf8.contains(0) else {
-            throw ReplicationError(.invalidArgument, "not a bucket name: \"\(bucket)\"")
+            throw DatabaseError(.invalidArgument, "not a bucket name: \"\(bucket)\"")
         }
         guard configuration.partSize > 0 else {
-            throw ReplicationError(.invalidArgument, "the part size must be at least 1 byte")
+            throw DatabaseError(.invalidArgument, "the part size must be at least 1 byte")
         }
         let endpoint = configuration.endpoint ?? "https://s3.\(configuration.region).amazonaws.com"
         guard let components = URLComponents(string: endpoint), let scheme = components.scheme?.lowercased(),
               scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty,
               components.path.isEmpty || components.path == "/", components.query == nil, components.user == nil
         else {
-            throw ReplicationError(
+            throw DatabaseError(
                 .invalidArgument, "\(endpoint) is not an S3 endpoint: give http(s)://host[:port] (no path)")
         }
         let addressing = configuration.addressing ?? (configuration.endpoint == nil ? .virtualHost : .path)
@@ -114,7 +118,7 @@ public struct S3ReplicaStore: ReplicaStore {
                     || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
             }
             guard isHostName else {
-                throw ReplicationError(
+                throw DatabaseError(
                     .invalidArgument,
                     "the bucket name \(bucket) is not a host name, which virtual-host addressing needs: use path-style")
             }
@@ -130,6 +134,24 @@ public struct S3ReplicaStore: ReplicaStore {
         self.addressing = addressing
         self.signer = SigV4Signer(region: configuration.region)
         self.client = Self.sharedClient
+        var warning: String?
+        if scheme == "http" && !Self.isLoopback(host) {
+            warning = "the S3 endpoint \(scheme)://\(host) is plain http on another machine: the objects are"
+                + " ciphertext, but whoever sees the requests can replay their signatures; use https"
+            configuration.logger.warning("\(warning!)")
+        }
+        transportWarning = warning
+    }
+
+    /// Set for a plain `http://` endpoint that is not on this machine (see the initializer); `nil` otherwise.
+    package let transportWarning: String?
+
+    /// `localhost`, 127.0.0.0/8 or `::1`.
+    static func isLoopback(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if bare.lowercased() == "localhost" || bare == "::1" { return true }
+        let octets = bare.split(separator: ".")
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
     }
 
     /// The HTTP client every S3 store of the process shares. Not AsyncHTTPClient's `HTTPClient.shared`, whose
@@ -170,12 +192,12 @@ public struct S3ReplicaStore: ReplicaStore {
         _ key: String, file path: String, offset: Int64, length: Int64, progress: (@Sendable (Int64) -> Void)?
     ) async throws {
         let name = try objectName(key)
-        let input = open(path, O_RDONLY | O_CLOEXEC)
-        guard input >= 0 else { throw ReplicationError.fileSystem("cannot open \(path)") }
-        defer { _ = close(input) }
+        guard let input = try ReadOnlyFile(path: path) else {
+            throw ReplicationError(.sourceChanged, "\(path) does not exist")
+        }
         let partSize = Int64(configuration.partSize)
         if length <= partSize {
-            let bytes = try readRange(input, path: path, offset: offset, count: Int(length), end: offset + length)
+            let bytes = try readRange(input, offset: offset, count: Int(length), end: offset + length)
             _ = try await send("PUT", object: name, body: bytes, operation: "store", key: key)
             progress?(length)
             return
@@ -192,7 +214,7 @@ public struct S3ReplicaStore: ReplicaStore {
             while done < length {
                 try Task.checkCancellation()
                 let count = Int(min(partSize, length - done))
-                let bytes = try readRange(input, path: path, offset: offset + done, count: count, end: offset + length)
+                let bytes = try readRange(input, offset: offset + done, count: count, end: offset + length)
                 let number = parts.count + 1
                 let uploaded = try await send(
                     "PUT", object: name, query: [("partNumber", "\(number)"), ("uploadId", uploadID)], body: bytes,
@@ -235,34 +257,6 @@ public struct S3ReplicaStore: ReplicaStore {
         }
     }
 
-    public func get(_ key: String, toFile destination: String, progress: (@Sendable (Int64) -> Void)?) async throws {
-        let name = try objectName(key)
-        let response = try await execute("GET", object: name, operation: "read", key: key)
-        let output = try createDownloadFile(destination)
-        var isComplete = false
-        defer {
-            _ = close(output)
-            if !isComplete { unlink(destination) }
-        }
-        var done: Int64 = 0
-        do {
-            for try await buffer in response.body {
-                try buffer.withUnsafeReadableBytes { try writeFully(output, $0, at: nil, path: destination) }
-                done += Int64(buffer.readableBytes)
-                progress?(done)
-            }
-        } catch let error as ReplicationError {
-            throw error
-        } catch {
-            throw unreachable(error, while: "reading \(key)")
-        }
-        if let expected = response.headers.first(name: "content-length").flatMap(Int64.init), expected != done {
-            throw ReplicationError(
-                .unreachable, "the S3 store at \(endpointDescription) sent \(done) of \(expected) bytes of \(key)")
-        }
-        isComplete = true
-    }
-
     public func list(prefix listPrefix: String) async throws -> [ReplicaObject] {
         var objects: [ReplicaObject] = []
         var token: String?
@@ -302,6 +296,43 @@ public struct S3ReplicaStore: ReplicaStore {
         }
     }
 
+    // MARK: - Conditional writes
+
+    /// The version is the object's ETag.
+    public func getVersioned(_ key: String) async throws -> (bytes: [UInt8], version: String?)? {
+        let name = try objectName(key)
+        let response: HTTPClientResponse
+        do {
+            response = try await execute("GET", object: name, operation: "read", key: key)
+        } catch ReplicationError.Kind.notFound {
+            return nil
+        }
+        do {
+            let buffer = try await response.body.collect(upTo: Int.max)
+            return (Array(buffer.readableBytesView), response.headers.first(name: "etag"))
+        } catch {
+            throw unreachable(error, while: "reading \(key)")
+        }
+    }
+
+    /// `If-None-Match: *` or `If-Match: <ETag>` (AWS S3 honours both). A store that answers `NotImplemented`
+    /// (OpenStack Swift's s3api, measured on Debian 12: it then writes nothing) gives ``ConditionalWrite/unsupported``.
+    public func put(_ key: String, bytes: [UInt8], if condition: WriteCondition) async throws -> ConditionalWrite {
+        let name = try objectName(key)
+        let header: (name: String, value: String) = switch condition {
+        case .absent: ("if-none-match", "*")
+        case .version(let etag): ("if-match", etag)
+        }
+        let answer = try await send(
+            "PUT", object: name, body: bytes, extraHeaders: [header], accepting: [409, 412, 501],
+            operation: "store (conditionally)", key: key)
+        switch answer.status {
+        case 412, 409: return .conditionFailed
+        case 501: return .unsupported
+        default: return .written
+        }
+    }
+
     // MARK: - Requests
 
     /// A response whose body was read (small answers: errors, listings, manifests of uploads).
@@ -313,7 +344,7 @@ public struct S3ReplicaStore: ReplicaStore {
 
     private func objectName(_ key: String) throws -> String {
         guard !key.isEmpty, !key.hasPrefix("/"), !key.utf8.contains(0) else {
-            throw ReplicationError(.invalidArgument, "not a valid object key: \(key)")
+            throw DatabaseError(.invalidArgument, "not a valid object key: \(key)")
         }
         return prefix + key
     }
@@ -321,10 +352,12 @@ public struct S3ReplicaStore: ReplicaStore {
     /// Sends a request and reads its (small) answer.
     private func send(
         _ method: String, object: String?, query: [(name: String, value: String)] = [], body: [UInt8]? = nil,
-        contentType: String? = nil, operation: String, key: String
+        contentType: String? = nil, extraHeaders: [(name: String, value: String)] = [], accepting: Set<UInt> = [],
+        operation: String, key: String
     ) async throws -> Answer {
         let response = try await execute(
-            method, object: object, query: query, body: body, contentType: contentType, operation: operation, key: key)
+            method, object: object, query: query, body: body, contentType: contentType, extraHeaders: extraHeaders,
+            accepting: accepting, operation: operation, key: key)
         let text: String
         do {
             text = String(buffer: try await response.body.collect(upTo: 16 << 20))
@@ -336,10 +369,12 @@ public struct S3ReplicaStore: ReplicaStore {
         return Answer(status: response.status.code, headers: headers, body: text)
     }
 
-    /// Sends a signed request; a response of another status than 2xx becomes the ``ReplicationError`` it means.
+    /// Sends a signed request; a response of another status than 2xx (or one of `accepting`) becomes the
+    /// ``ReplicationError`` it means.
     private func execute(
         _ method: String, object: String?, query: [(name: String, value: String)] = [], body: [UInt8]? = nil,
-        contentType: String? = nil, operation: String, key: String
+        contentType: String? = nil, extraHeaders: [(name: String, value: String)] = [], accepting: Set<UInt> = [],
+        operation: String, key: String
     ) async throws -> HTTPClientResponse {
         let bucketPath = addressing == .path ? "/" + SigV4Signer.uriEncode(bucket, keepingSlash: false) : ""
         let objectPath = object.map { "/" + SigV4Signer.uriEncode($0, keepingSlash: true) } ?? ""
@@ -355,6 +390,7 @@ public struct S3ReplicaStore: ReplicaStore {
 
         var headers: [(name: String, value: String)] = [("host", hostHeader)]
         if let contentType { headers.append(("content-type", contentType)) }
+        headers += extraHeaders
         let signed = signer.sign(
             SigV4Signer.Request(
                 method: method, path: path, query: query, headers: headers,
@@ -377,7 +413,7 @@ public struct S3ReplicaStore: ReplicaStore {
         configuration.logger.debug(
             "S3 request",
             metadata: ["method": "\(method)", "object": "\(object ?? "")", "status": "\(response.status.code)"])
-        guard (200..<300).contains(response.status.code) else {
+        guard (200..<300).contains(response.status.code) || accepting.contains(response.status.code) else {
             let text = (try? await response.body.collect(upTo: 1 << 20)).map { String(buffer: $0) } ?? ""
             throw failure(status: response.status.code, body: text, operation: operation, key: key)
         }
@@ -395,24 +431,24 @@ public struct S3ReplicaStore: ReplicaStore {
         case "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "TokenRefreshRequired",
             "InvalidSecurity":
             return ReplicationError(
-                .accessDenied,
-                "\(store) refused the credentials from \(credentials.source) (\(answer)): check the access key ID and "
-                    + "secret (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY; AWS_SESSION_TOKEN for temporary credentials)")
+                .accessDenied, "\(store) refused the credentials from \(credentials.source) (\(answer))",
+                remedy: .checkCredentials)
         case "AccessDenied", "AllAccessDisabled":
             return ReplicationError(
                 .accessDenied,
-                "\(store) denied \(operation) \(key) in bucket \(bucket) to the credentials from \(credentials.source) "
-                    + "(\(answer)): give them access to the bucket, or use other credentials")
+                "\(store) denied \(operation) \(key) in bucket \(bucket) to the credentials from"
+                    + " \(credentials.source) (\(answer)): they need access to the bucket",
+                remedy: .checkCredentials)
         case "NoSuchBucket":
             return ReplicationError(
-                .noSuchBucket,
-                "the bucket \(bucket) does not exist at \(endpointDescription) (\(answer)): create it, or correct the "
-                    + "s3:// URL or the endpoint")
+                .noSuchBucket, "the bucket \(bucket) does not exist at \(endpointDescription) (\(answer))",
+                remedy: .createBucketOrCorrectURL)
         case "RequestTimeTooSkewed":
             return ReplicationError(
                 .clockSkew,
-                "\(store) refused the request because this machine's clock (\(SigV4Signer.timestamps(configuration.now()).full)) "
-                    + "is too far from its own (\(answer)): set the clock right (NTP)")
+                "\(store) refused the request because this machine's clock"
+                    + " (\(SigV4Signer.timestamps(configuration.now()).full)) is too far from its own (\(answer))",
+                remedy: .setClock)
         case "NoSuchKey", "NoSuchUpload":
             return ReplicationError(.notFound, "no object \(key) in s3://\(bucket)/\(prefix) (\(answer))")
         case "" where status == 404:
@@ -420,7 +456,8 @@ public struct S3ReplicaStore: ReplicaStore {
         case "" where status == 403:
             return ReplicationError(
                 .accessDenied,
-                "\(store) refused \(operation) \(key) with the credentials from \(credentials.source) (\(answer))")
+                "\(store) refused \(operation) \(key) with the credentials from \(credentials.source) (\(answer))",
+                remedy: .checkCredentials)
         default:
             return ReplicationError(.storeError, "\(store) could not \(operation) \(key) (\(answer))")
         }
@@ -435,19 +472,11 @@ public struct S3ReplicaStore: ReplicaStore {
                 + credentials.redacting(String(describing: error)))
     }
 
-    private func readRange(_ descriptor: CInt, path: String, offset: Int64, count: Int, end: Int64) throws -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let read = bytes.withUnsafeMutableBytes {
-                pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset + Int64(done)))
-            }
-            if read < 0 && errno == EINTR { continue }
-            guard read > 0 else {
-                throw ReplicationError(
-                    .sourceChanged, "\(path) ended after \(offset + Int64(done)) bytes; \(end) were expected")
-            }
-            done += read
+    private func readRange(_ file: ReadOnlyFile, offset: Int64, count: Int, end: Int64) throws -> [UInt8] {
+        let bytes = try file.read(count: count, at: offset)
+        guard bytes.count == count else {
+            throw ReplicationError(
+                .sourceChanged, "\(file.path) ended after \(offset + Int64(bytes.count)) bytes; \(end) were expected")
         }
         return bytes
     }

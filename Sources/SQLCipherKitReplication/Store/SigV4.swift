@@ -138,24 +138,4 @@ struct SigV4Signer: Sendable {
     }
 }
 
-/// HMAC-SHA256 (RFC 2104) over the module's SHA-256.
-enum HMACSHA256 {
-    static func authenticate(_ message: [UInt8], key: [UInt8]) -> [UInt8] {
-        let blockSize = 64
-        var block = key
-        if block.count > blockSize {
-            let hasher = SHA256()
-            hasher.update(key)
-            block = hasher.finish()
-        }
-        block += [UInt8](repeating: 0, count: blockSize - block.count)
-        let inner = SHA256()
-        inner.update(block.map { $0 ^ 0x36 })
-        inner.update(message)
-        let outer = SHA256()
-        outer.update(block.map { $0 ^ 0x5c })
-        outer.update(inner.finish())
-        return outer.finish()
-    }
-}
 #endif
