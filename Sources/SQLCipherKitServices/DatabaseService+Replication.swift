@@ -1,6 +1,7 @@
 #if Services  // trait Services (Package.swift)
 import Foundation
 import Logging
+import SQLCipherKit
 import SQLCipherKitReplication
 import Synchronization
 
@@ -127,19 +128,9 @@ extension DatabaseService {
             "shipping what replication has left before closing the database",
             metadata: ["path": "\(path)", "timeout": "\(timeout)"])
         replication.cancel()
-        // Detached: when run() itself was cancelled (not a graceful shutdown), a child task would inherit the
-        // cancellation and its sleep would end at once.
-        let finished = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let outcome = FirstOutcome(continuation)
-            Task.detached {
-                await replication.value
-                outcome.resume(true)
-            }
-            Task.detached {
-                try? await Task.sleep(for: timeout + .seconds(1))
-                outcome.resume(false)
-            }
-        }
+        // The wait runs in a task of its own (first(of:timeout:)): when run() itself was cancelled (not a graceful
+        // shutdown), a child task would inherit the cancellation and its timeout would end at once.
+        let finished = await first(of: { await replication.value }, timeout: timeout + .seconds(1)) != nil
         if finished {
             let status = await replicator.status
             logger.info(

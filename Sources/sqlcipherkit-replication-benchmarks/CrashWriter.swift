@@ -32,7 +32,7 @@ struct CrashWriter {
 
     func run() async throws {
         guard !database.isEmpty, !keyFile.isEmpty, !replica.isEmpty else {
-            throw ReplicationError(.invalidArgument, "writer needs --database, --key-file and --replica")
+            throw DatabaseError(.invalidArgument, "writer needs --database, --key-file and --replica")
         }
         var configuration = DatabaseService.Configuration(metricsName: "crash")
         configuration.replication = .init(

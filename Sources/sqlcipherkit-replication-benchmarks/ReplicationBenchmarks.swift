@@ -217,7 +217,7 @@ final class TimingStore: ReplicaStore {
     var description: String { inner.description }
 
     private func note(_ key: String) {
-        // generations/<g>/wal/<index>-<milliseconds>-<n|c>-<sha256>.wal
+        // generations/<g>/wal/<index>-<milliseconds>-<n|c>-<sha256>-<mac>.wal
         guard key.contains("/wal/"), let name = key.split(separator: "/").last else { return }
         let fields = name.split(separator: "-")
         guard fields.count >= 2, let readAt = Int64(fields[1]) else { return }
@@ -238,8 +238,11 @@ final class TimingStore: ReplicaStore {
     }
 
     func get(_ key: String) async throws -> [UInt8] { try await inner.get(key) }
-    func get(_ key: String, toFile path: String, progress: (@Sendable (Int64) -> Void)?) async throws {
-        try await inner.get(key, toFile: path, progress: progress)
+    func getVersioned(_ key: String) async throws -> (bytes: [UInt8], version: String?)? {
+        try await inner.getVersioned(key)
+    }
+    func put(_ key: String, bytes: [UInt8], if condition: WriteCondition) async throws -> ConditionalWrite {
+        try await inner.put(key, bytes: bytes, if: condition)
     }
     func list(prefix: String) async throws -> [ReplicaObject] { try await inner.list(prefix: prefix) }
     func delete(_ keys: [String]) async throws { try await inner.delete(keys) }

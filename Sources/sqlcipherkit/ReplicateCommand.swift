@@ -23,7 +23,14 @@ struct ReplicateCommand: OperatorCommand {
             per --snapshot-interval. Its read transaction keeps the service's own checkpoints from copying frames \
             it has not shipped (a TRUNCATE or RESTART checkpoint of the service then reports busy). On SIGTERM or \
             SIGINT it ships what is left (within --shutdown-timeout), says up to which restore point, and exits. \
-            Store failures are logged and retried; the database is never blocked by them. See Docs/Replication.md.
+            Store failures are logged and retried; the database is never blocked by them. Every object is \
+            authenticated with a key derived from the database key (restore --key-file checks it).
+
+            One replicator per replica: it takes the replica's lease (lease.json) and refuses to start while \
+            another live replicator holds it (exit 1, naming it); one that died on this machine is taken over at \
+            once, one on another machine after --lease-duration without renewal. It exits non-zero when \
+            replication stops for good: the key no longer opens the database (exit 3), another replicator took \
+            the lease (a promoted follower: exit 1, naming its generation). See Docs/Replication.md.
 
             Example:
               sqlcipherkit replicate notes.db --key-file notes.key \\
@@ -57,6 +64,11 @@ struct ReplicateCommand: OperatorCommand {
     @Option(help: ArgumentHelp("How long shipping what is left may take at shutdown.", valueName: "duration"))
     var shutdownTimeout = DurationArgument(argument: "30s")!
 
+    @Option(help: ArgumentHelp(
+        "How long the replica's lease lasts without renewal (a replicator on another machine waits this long for a"
+            + " live holder to renew it).", valueName: "duration"))
+    var leaseDuration = DurationArgument(argument: "15s")!
+
     @OptionGroup(title: "Key")
     var key: KeyOptions
 
@@ -71,6 +83,7 @@ struct ReplicateCommand: OperatorCommand {
     func validate() throws {
         try validateReplicaURL(replica)
         guard syncInterval.duration > .zero else { throw ValidationError("--sync-interval must be more than 0") }
+        guard leaseDuration.duration > .zero else { throw ValidationError("--lease-duration must be more than 0") }
         if let retainSnapshots, retainSnapshots < 1 {
             throw ValidationError("--retain-snapshots must be at least 1, not \(retainSnapshots)")
         }
@@ -88,7 +101,7 @@ struct ReplicateCommand: OperatorCommand {
         let configuration = ReplicatorConfiguration(
             syncInterval: syncInterval.duration, snapshotInterval: snapshotInterval.duration,
             retention: ReplicaRetention(maximumAge: retention.duration, maximumSnapshotCount: retainSnapshots),
-            shutdownTimeout: shutdownTimeout.duration, logger: logger)
+            shutdownTimeout: shutdownTimeout.duration, leaseDuration: leaseDuration.duration, logger: logger)
         let replicator = Replicator(
             databasePath: database, keyProvider: .fixed(key), cipherSettings: settings, store: store,
             configuration: configuration)
@@ -103,8 +116,17 @@ struct ReplicateCommand: OperatorCommand {
                     "replicating \(database) to \(replica): generation \(first.generation ?? "none"), index"
                         + " \(first.lastIndex ?? 0); SIGTERM or SIGINT ships what is left and stops")
                 let task = Task { try await replicator.run() }
-                await stopRequests.wait()
-                task.cancel()
+                // Whichever comes first: a stop request, or replication stopping for good on its own (a key that
+                // no longer opens the database, a lease taken over): then the process must not stay alive as if it
+                // replicated.
+                await withTaskGroup(of: Bool.self) { group in
+                    group.addTask { _ = await task.result; return true }
+                    group.addTask { await stopRequests.wait(); return false }
+                    // A stop request cancels replication (which then ships what is left), so the first child ends
+                    // too; replication ending by itself cancels the wait for a signal.
+                    if await group.next() == false { task.cancel() }
+                    group.cancelAll()
+                }
                 try await task.value
                 let status = await replicator.status
                 return ReplicationSummary(database: database, replica: replica, status: status)
@@ -164,7 +186,7 @@ final class StopSignals: @unchecked Sendable {
         }
     }
 
-    /// Returns at the first signal.
+    /// Returns at the first signal, or when the task is cancelled.
     func wait() async {
         for await _ in requested.stream { return }
     }

@@ -13,9 +13,12 @@ struct ReplicaOptions: ParsableArguments {
                            valueName: "url"))
     var endpoint: String?
 
-    /// The store a URL names, with the library's error turned into the CLI's.
+    /// The store a URL names, with the library's error turned into the CLI's. A plain-http endpoint on another
+    /// machine is warned about on standard error.
     func store(_ url: String) throws -> any ReplicaStore {
-        try translatingReplicationErrors { try replicaStore(for: url, endpoint: endpoint) }
+        let store = try translatingReplicationErrors { try replicaStore(for: url, endpoint: endpoint) }
+        if let warning = (store as? S3ReplicaStore)?.transportWarning { Output.message("warning: " + warning) }
+        return store
     }
 }
 
@@ -71,15 +74,47 @@ func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) thro
     return try outcome.withLock { $0! }.get()
 }
 
-/// The CLI's failure for a ``ReplicationError``: its kind in `--json`, and the exit status scripts rely on
-/// (4 for a damaged replica or a restored file that does not verify, 3 for a key that does not open it).
+/// The CLI's failure for a ``ReplicationError``: its kind in `--json`, the exit status scripts rely on (4 for a
+/// replica that is damaged or does not verify, 3 for a key that is not the generation's), and the remedy in the
+/// CLI's own words.
 func commandFailure(for error: ReplicationError) -> CommandFailure {
-    let status: ExitStatus = switch error.kind {
-    case .damaged, .verificationFailed: .verificationFailed
-    case .wrongKey: .keyDoesNotOpenDatabase
+    var status: ExitStatus = switch error.kind {
+    case .damaged, .notAuthentic: .verificationFailed
     default: .failure
     }
-    return CommandFailure(error.message, status: status, kind: error.kind.name)
+    if case .verifyWithKeyOfGeneration? = error.remedy { status = .keyDoesNotOpenDatabase }
+    let advice = error.remedy.map { "; " + cliWording($0) } ?? ""
+    return CommandFailure(error.reason + advice, status: status, kind: error.kind.name)
+}
+
+/// A ``ReplicationError/Remedy`` in the CLI's words.
+func cliWording(_ remedy: ReplicationError.Remedy) -> String {
+    switch remedy {
+    case .checkCredentials:
+        "check the access key ID and secret (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY; AWS_SESSION_TOKEN for"
+            + " temporary credentials; or the credentials file)"
+    case .createBucketOrCorrectURL:
+        "create the bucket, or correct the s3:// URL or --endpoint"
+    case .setClock:
+        "set this machine's clock right (NTP)"
+    case .checkReplicaURL:
+        "check the replica's URL (a typo in the folder, bucket or prefix reads as an empty replica)"
+    case .nameRestorePoint(let lastGood?):
+        "to restore an older state on purpose, name it: --generation \(lastGood.generation) --index"
+            + " \(lastGood.index) is the last good point (`sqlcipherkit snapshots` lists them)"
+    case .nameRestorePoint(nil):
+        "to restore an older state on purpose, name it with --generation (and --index); `sqlcipherkit snapshots`"
+            + " lists them"
+    case .verifyWithKeyOfGeneration(let generation):
+        "give the key the database had when generation \(generation) was written (--key-file …)"
+    case .stopOtherReplicator:
+        "stop the other replicator (`sqlcipherkit replicate` or a service replicating this database), or wait"
+            + " until its lease expires: one that died leaves it"
+    case .replicaMovedOn:
+        "the replica goes on from the new holder's generation; this process must not write to it"
+    case .replaceOnPurpose:
+        "replace it only on purpose: --replace"
+    }
 }
 
 func translatingReplicationErrors<T>(_ body: () throws -> T) throws -> T {

@@ -12,22 +12,28 @@ struct RestoreCommand: OperatorCommand {
         abstract: "Restore a database from a replica into a new file, as it was at a point in time.",
         discussion: CipherOptions.withFoldedNote("""
             Writes the replica's snapshot, then every log frame up to the restore point, byte for byte as the \
-            database file was then (checkpointed). No key is needed: the bytes stay encrypted. Every object is \
-            checked against its SHA-256 and every frame against the log's own checksums; a damaged or missing \
-            object stops the restore (exit 4) naming it and the last good restore point. The file is written \
-            under a temporary name beside DEST (mode 0600), flushed, and linked into place; an existing DEST is \
-            never touched unless --replace is given (then it is replaced atomically). With a key (--key-file…) \
-            the result is opened and checked first (quick_check, cipher_integrity_check on SQLCipher 4.2+): a key \
-            that does not open it exits with 3 and nothing is written. Without --at or --generation, the newest \
-            restore point is restored. `sqlcipherkit snapshots URL` lists them. A progress line shows on a \
-            terminal (--progress plain: timestamped lines for logs).
+            database file was then (checkpointed). The bytes stay encrypted, so no key is needed; but only with \
+            the key (--key-file…) is every object authenticated (its MAC): without one the restore checks \
+            integrity only and says so. Every object is checked against its SHA-256 and every frame against the \
+            log's own checksums; a damaged, missing or unauthentic object stops the restore (exit 4) naming it \
+            and the last good restore point. The newest state or an error: without --at or --generation the \
+            newest restore point is restored, and anything newer that cannot be read (a damaged manifest, a \
+            generation whose snapshot never completed) stops the restore instead of restoring something older; \
+            name a generation (and --index) to restore an older state on purpose. Generations are ordered by \
+            their sequence numbers, never by a host's clock. The output names the newest point the replica \
+            holds and its time. The file is written under a temporary name beside DEST (mode 0600), flushed, \
+            and linked into place; an existing DEST is never touched unless --replace is given (then it is \
+            replaced atomically). With a key the result is opened and checked first (quick_check, \
+            cipher_integrity_check on SQLCipher 4.2+): a key that does not open it, or is not the key its \
+            generation was written with, exits with 3 and nothing is written. `sqlcipherkit snapshots URL` \
+            lists the points. A progress line shows on a terminal (--progress plain: timestamped lines for logs).
 
             Example:
               sqlcipherkit restore file:///mnt/replica/notes notes-restored.db
               sqlcipherkit restore file:///mnt/replica/notes notes.db \\
                   --at 2026-11-24T10:00:00Z --key-file notes.key
               sqlcipherkit restore file:///mnt/replica/notes notes.db \\
-                  --generation 20261124T100000123Z-1f2e3d4c --index 42
+                  --generation 0000000007-1f2e3d4c --index 42
             """)
     )
 
@@ -130,7 +136,15 @@ struct RestoreCommand: OperatorCommand {
                 "restored \(self.replica) at \(result.point.generation)/\(result.point.index)"
                     + " (\(result.point.time)) into \(result.path): \(result.byteCount) bytes, snapshot"
                     + " \(result.snapshotIndex) + \(result.segmentCount) log segment(s)"
-                    + (result.verifiedWith.map { ", verified with \($0)" } ?? ", not verified (no key given)"))
+                    + (result.verifiedWith.map { ", authenticated and verified with \($0)" }
+                        ?? "; integrity checked only: no key given, so the objects' authenticity was not checked"))
+            if let newest = result.newestPoint {
+                Output.result(
+                    newest.generation == result.point.generation && newest.index == result.point.index
+                        ? "the newest point the replica holds: \(newest.generation)/\(newest.index) (\(newest.time))"
+                        : "not the newest point: the replica holds up to \(newest.generation)/\(newest.index)"
+                            + " (\(newest.time))")
+            }
         }
     }
 }
@@ -145,6 +159,10 @@ struct RestoreResult: Encodable, Sendable {
     let segmentCount: Int
     @Nullable var verifiedWith: String?
     let isVerified: Bool
+    /// Whether every object restored was authenticated (its MAC checked with the key).
+    let isAuthenticated: Bool
+    /// The newest point the replica holds (what a restore without --at/--generation restores).
+    @Nullable var newestPoint: RestorePointReport?
 
     init(_ report: RestoreReport, replica: String) {
         self.replica = replica
@@ -155,6 +173,8 @@ struct RestoreResult: Encodable, Sendable {
         segmentCount = report.segmentCount
         verifiedWith = report.verifiedWith
         isVerified = report.integrity?.isIntact ?? false
+        isAuthenticated = report.authenticatedWith != nil
+        newestPoint = report.newestPoint.map(RestorePointReport.init)
     }
 }
 #endif

@@ -10,9 +10,13 @@ struct SnapshotsCommand: OperatorCommand {
         abstract: "List a replica's generations, snapshots and restore points.",
         discussion: """
             Reads the replica's listing and its small manifests (no snapshot or log segment is downloaded) and \
-            shows, per generation: when and why it started, its snapshots, the restore points it can restore \
-            (as index ranges, with their times), missing log segments and other problems. `sqlcipherkit restore` \
-            takes a time (--at) or a generation and index (--generation, --index). No key is needed.
+            shows, per generation (in the order of their sequence numbers): when and why it started, its \
+            snapshots, the restore points it can restore (as index ranges, with their times by the writing \
+            host's clock), missing log segments and other problems. With the key (--key-file…) every manifest's \
+            and segment's MAC is checked, and objects that do not verify count as no restore point; without, \
+            checksums only. A replica URL under which nothing is stored is an error (exit 1): a typo in the \
+            folder, bucket or prefix must not read as an empty replica. `sqlcipherkit restore` takes a time \
+            (--at) or a generation and index (--generation, --index).
 
             Example:
               sqlcipherkit snapshots file:///mnt/replica/notes
@@ -26,18 +30,36 @@ struct SnapshotsCommand: OperatorCommand {
     @OptionGroup(title: "Replica")
     var replicaOptions: ReplicaOptions
 
+    @OptionGroup(title: "Key (optional: to authenticate the replica)")
+    var key: KeyOptions
+
+    @OptionGroup(title: "Cipher settings (advanced)", visibility: .hidden)
+    var cipher: CipherOptions
+
     @OptionGroup(title: "Output")
     var output: OutputOptions
+
+    var cipherOptionsForRun: CipherOptions? { cipher }
 
     func validate() throws {
         try validateReplicaURL(replica)
     }
 
     func run() throws {
+        let keys: [VerificationKey] = try key.loadOptionalKey().map { verificationKey in
+            [VerificationKey(
+                name: key.files.first.map { "the key file \($0)" } ?? "the given key", key: verificationKey,
+                settings: try cipher.settings(for: verificationKey))]
+        } ?? []
         let replica = Replica(store: try replicaOptions.store(self.replica))
+        let url = self.replica
         let catalog = try waitFor {
             do {
-                return try await replica.catalog()
+                let catalog = try await replica.catalog(verifyingWith: keys)
+                if catalog.isEmpty {
+                    throw ReplicationError(.notFound, "nothing is stored under \(url)", remedy: .checkReplicaURL)
+                }
+                return catalog
             } catch let error as ReplicationError {
                 throw commandFailure(for: error)
             }
@@ -46,9 +68,17 @@ struct SnapshotsCommand: OperatorCommand {
         Output.setJSONResult(listing)
         guard !Output.isJSON else { return }
         if listing.generations.isEmpty { Output.result("\(self.replica): no generation") }
+        if !keys.isEmpty || !listing.generations.isEmpty {
+            Output.result(keys.isEmpty
+                ? "checksums checked only: no key given, so authenticity was not checked"
+                : "authenticated with \(keys[0].name) (generations it does not verify say so)")
+        }
         for generation in listing.generations {
-            Output.result("generation \(generation.name) (started \(generation.createdAt ?? "?"))"
-                + (generation.reason.map { ": \($0)" } ?? ""))
+            Output.result("generation \(generation.name), sequence \(generation.sequence)"
+                + " (started \(generation.createdAt ?? "?") by its host's clock)"
+                + (generation.reason.map { ": \($0)" } ?? "")
+                + (generation.reasonDetail.map { " (\($0))" } ?? "")
+                + (generation.authenticity.map { ", \($0)" } ?? ""))
             for snapshot in generation.snapshots {
                 Output.result("  snapshot at index \(snapshot.index), \(snapshot.createdAt), \(snapshot.byteCount) bytes"
                     + (snapshot.isExact ? "" : " (serves from index \(snapshot.index) on)"))
@@ -67,8 +97,16 @@ struct SnapshotsCommand: OperatorCommand {
             }
             for problem in generation.problems { Output.result("  problem: \(problem)") }
         }
+        if let newest = listing.newestPoint {
+            Output.result("newest point: \(newest.generation)/\(newest.index) (\(newest.time))")
+        }
+        if !catalog.format1Generations.isEmpty {
+            Output.result(
+                "\(catalog.format1Generations.count) generation(s) of replica format 1 (written before generations"
+                    + " were numbered and authenticated) are not read by this version")
+        }
         if !listing.unknownKeys.isEmpty {
-            Output.result("\(listing.unknownKeys.count) object(s) under generations/ are not the replica's (left alone)")
+            Output.result("\(listing.unknownKeys.count) object(s) are not the replica's (left alone)")
         }
     }
 }
@@ -77,8 +115,12 @@ struct SnapshotsCommand: OperatorCommand {
 struct ReplicaListing: Encodable, Sendable {
     struct Generation: Encodable, Sendable {
         let name: String
+        let sequence: Int
         @Nullable var createdAt: String?
         @Nullable var reason: String?
+        @Nullable var reasonDetail: String?
+        /// "authenticated with NAME", "does not verify", or null without a key.
+        @Nullable var authenticity: String?
         @Nullable var previousGeneration: String?
         @Nullable var engine: String?
         @Nullable var pageSize: Int?
@@ -103,17 +145,27 @@ struct ReplicaListing: Encodable, Sendable {
     }
 
     let replica: String
+    let isAuthenticated: Bool
     let generations: [Generation]
+    @Nullable var newestPoint: RestorePointReport?
     let unknownKeys: [String]
 
     init(replica: String, catalog: ReplicaCatalog) {
         self.replica = replica
+        isAuthenticated = catalog.isAuthenticated
         unknownKeys = catalog.unknownKeys
+        newestPoint = catalog.newestPoint.map(RestorePointReport.init)
         generations = catalog.generations.map { generation in
-            Generation(
-                name: generation.name,
-                createdAt: generation.engine == nil ? nil : generation.createdAt.replicaText,
-                reason: generation.reason, previousGeneration: generation.previousGeneration,
+            let authenticity: String? = switch generation.authenticity {
+            case .notChecked: nil
+            case .verified(let name): "authenticated with \(name)"
+            case .failed: "does not verify with the key given"
+            }
+            return Generation(
+                name: generation.name, sequence: generation.sequence,
+                createdAt: generation.createdAt?.replicaText,
+                reason: generation.reason?.rawValue, reasonDetail: generation.reasonDetail,
+                authenticity: authenticity, previousGeneration: generation.previousGeneration,
                 engine: generation.engine, pageSize: generation.pageSize,
                 plaintextHeaderSize: generation.plaintextHeaderSize,
                 snapshots: generation.snapshots.map {
