@@ -5,6 +5,10 @@
   s3check.py create-bucket BUCKET         creates a bucket (no error when it exists)
   s3check.py download BUCKET PREFIX DEST  writes every object under PREFIX to DEST/<key>, prints [{key, size, etag}]
   s3check.py flip BUCKET KEY OFFSET       flips the low bit of one byte of an object (read, change, write back)
+  s3check.py list BUCKET PREFIX           prints the keys under PREFIX (relative to it) as JSON
+  s3check.py get BUCKET KEY FILE          writes an object's bytes to FILE
+  s3check.py put BUCKET KEY FILE          stores FILE's bytes as an object
+  s3check.py delete BUCKET KEY            removes an object
 
 The store's endpoint and credentials come from SQLCIPHERKIT_S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY.
 """
@@ -61,6 +65,28 @@ def flip(bucket, key, offset):
     s3.put_object(Bucket=bucket, Key=key, Body=bytes(body))
 
 
+def list_keys(bucket, prefix):
+    s3 = client()
+    keys = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        keys += [item["Key"][len(prefix):] for item in page.get("Contents", [])]
+    print(json.dumps(keys))
+
+
+def get(bucket, key, path):
+    with open(path, "wb") as output:
+        output.write(client().get_object(Bucket=bucket, Key=key)["Body"].read())
+
+
+def put(bucket, key, path):
+    with open(path, "rb") as source:
+        client().put_object(Bucket=bucket, Key=key, Body=source.read())
+
+
+def delete(bucket, key):
+    client().delete_object(Bucket=bucket, Key=key)
+
+
 def create_bucket(bucket):
     s3 = client()
     try:
@@ -79,5 +105,13 @@ if __name__ == "__main__":
         download(arguments[0], arguments[1], arguments[2])
     elif command == "flip":
         flip(arguments[0], arguments[1], int(arguments[2]))
+    elif command == "list":
+        list_keys(arguments[0], arguments[1])
+    elif command == "get":
+        get(arguments[0], arguments[1], arguments[2])
+    elif command == "put":
+        put(arguments[0], arguments[1], arguments[2])
+    elif command == "delete":
+        delete(arguments[0], arguments[1])
     else:
         sys.exit("unknown command " + command)

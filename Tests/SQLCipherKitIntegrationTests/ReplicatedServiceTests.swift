@@ -80,11 +80,6 @@ final class SwitchedStore: ReplicaStore {
         return try await inner.get(key)
     }
 
-    func get(_ key: String, toFile path: String, progress: (@Sendable (Int64) -> Void)?) async throws {
-        try await check()
-        try await inner.get(key, toFile: path, progress: progress)
-    }
-
     func list(prefix: String) async throws -> [ReplicaObject] {
         try await check()
         return try await inner.list(prefix: prefix)
@@ -208,7 +203,8 @@ struct ReplicatedServiceTests {
         #expect(newGeneration != oldGeneration)
         let catalog = try await Replica(store: store).catalog()
         #expect(catalog.generations.map(\.name) == [oldGeneration, newGeneration])
-        #expect(catalog.generations.last?.reason?.contains("replication paused for a key change (live rotation)") == true)
+        #expect(catalog.generations.last?.reason == .paused)
+        #expect(catalog.generations.last?.reasonDetail?.contains("replication was paused for a key change (live rotation)") == true)
 
         // The old generation with the new key: refused, saying which generation and to use the key it had then.
         let newKeyFile = service.keyFile
@@ -385,10 +381,14 @@ struct ReplicatedServiceTests {
 
             let catalog = try await Replica(store: store.inner).catalog()
             #expect(catalog.generations.count == 2)
-            #expect(catalog.generations.last?.reason?.hasPrefix("gap:") == true)
+            #expect(catalog.generations.last?.reason == .gap)
             #expect(try metrics.expectCounter("sqlcipherkit_replication_gaps_total", database).totalValue == 1)
             #expect(try metrics.expectCounter("sqlcipherkit_replication_failures_total", database).totalValue > 0)
-            #expect(try metrics.expectCounter("sqlcipherkit_replication_generations_total", database).totalValue == 2)
+            // One generation for the first sync, one after the gap, each counted under its reason.
+            #expect(try metrics.expectCounter(
+                "sqlcipherkit_replication_generations_total", database + [("reason", "firstGeneration")]).totalValue == 1)
+            #expect(try metrics.expectCounter(
+                "sqlcipherkit_replication_generations_total", database + [("reason", "gap")]).totalValue == 1)
             #expect(try metrics.expectCounter("sqlcipherkit_replication_shipped_bytes_total", database).totalValue > 0)
             #expect(try metrics.expectGauge("sqlcipherkit_replication_lag_seconds", database).lastValue == 0)
             #expect(try metrics.expectGauge("sqlcipherkit_replication_lag_frames", database).lastValue == 0)

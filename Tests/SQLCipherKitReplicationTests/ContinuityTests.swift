@@ -22,7 +22,10 @@ struct ContinuityTests {
         let catalog = try await fixture.replica.catalog()
         #expect(catalog.generations.count == 2)
         let second = try #require(catalog.generations.last)
-        #expect(second.reason?.contains("does not continue") == true)
+        // Written with the old key, the generation before does not verify with the new one.
+        #expect(second.reason == .previousNotAuthentic)
+        #expect(second.reasonDetail?.contains("the key was changed since") == true)
+        #expect(second.previousGeneration == catalog.generations.first?.name)
 
         let oldKey = VerificationKey(name: "the old key", key: fixture.key, settings: fixture.settings)
         let rotatedKey = VerificationKey(name: "the new key", key: newKey, settings: fixture.settings)
@@ -34,9 +37,11 @@ struct ContinuityTests {
             _ = try await fixture.replica.restore(
                 to: destination, at: before.0, options: RestoreOptions(verificationKeys: [rotatedKey]))
         }
-        #expect(error?.kind == .wrongKey)
+        #expect(error?.kind == .notAuthentic)
         #expect(error?.message.contains("the new key") == true)
-        #expect(error?.message.contains("verify with the key it had then") == true)
+        if case .point(let generation, _) = before.0 {
+            #expect(error?.remedy == .verifyWithKeyOfGeneration(generation))
+        }
         #expect(!FileManager.default.fileExists(atPath: destination))
 
         let report = try await fixture.replica.restore(
@@ -124,7 +129,7 @@ struct ContinuityTests {
         try await other.write { db in
             try db.execute("INSERT INTO note(id, body) VALUES (1000, ?)", String(repeating: plaintextMarker, count: 4))
         }
-        let header = try #require(try ReadOnlyFile(path: fixture.databasePath + "-wal").flatMap(WALReader.header))
+        let header = try #require(try ReadOnlyFile(path: fixture.databasePath + "-wal").flatMap(WALFormat.header))
         #expect(header.checkpointSequence == 1)
         let status = try await fixture.sync()
         #expect(status.generation == first.generation)
@@ -150,7 +155,7 @@ struct ContinuityTests {
         }
         let first = try await fixture.sync()  // shipped, then checkpointed whole
         let logPath = fixture.databasePath + "-wal"
-        let shippedLog = try #require(try ReadOnlyFile(path: logPath).flatMap(WALReader.header))
+        let shippedLog = try #require(try ReadOnlyFile(path: logPath).flatMap(WALFormat.header))
         await fixture.replicator.closeAsIfKilled()
         // Another connection's transaction spills pages to the log before it commits: SQLite restarts the log and
         // writes frames with no commit among them.
@@ -158,7 +163,7 @@ struct ContinuityTests {
         try spiller.execute("PRAGMA cache_size = 2")
         try spiller.execute("BEGIN IMMEDIATE")
         for id in 81...86 { try spiller.execute("INSERT INTO note(id, body) VALUES (?, ?)", id, body) }
-        let restartedLog = try #require(try ReadOnlyFile(path: logPath).flatMap(WALReader.header))
+        let restartedLog = try #require(try ReadOnlyFile(path: logPath).flatMap(WALFormat.header))
         #expect(restartedLog.salt1 == shippedLog.salt1 &+ 1, "the spilled transaction restarted the log")
         fixture.clock.advance(seconds: 10)  // a snapshot is due
         let again = fixture.newReplicator()
@@ -231,9 +236,9 @@ struct ContinuityTests {
             let pool = try DatabasePool.unencrypted(path: folder.path("plain.db"))
             try await pool.write { db in try db.execute("CREATE TABLE t(x)") }
             let replicator = Replicator(pool: pool, store: try FolderReplicaStore(root: folder.path("replica")))
-            let error = await #expect(throws: ReplicationError.self) { try await replicator.start() }
+            let error = await #expect(throws: DatabaseError.self) { try await replicator.start() }
             #expect(error?.kind == .invalidArgument)
-            #expect(try folderEntries(folder.path("replica")).isEmpty)
+            #expect(!FileManager.default.fileExists(atPath: folder.path("replica")))
             pool.close()
         }
     }

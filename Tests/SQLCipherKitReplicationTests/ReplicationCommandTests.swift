@@ -83,6 +83,61 @@ struct ReplicationCommandTests {
         await fixture.close()
     }
 
+    @Test("restore says whether it authenticated and names the newest point; snapshots of an empty URL and an index past the end fail")
+    func answersThatCanBeTrusted() async throws {
+        let fixture = try ReplicationFixture()
+        try await fixture.insert(4)
+        try await fixture.sync()
+        try await fixture.insert(4)
+        let status = try await fixture.sync()
+        let generation = try #require(status.generation)
+        let url = "file://" + fixture.store.root
+
+        let unchecked = await runCommand(["restore", url, fixture.directory.path("a.db")])
+        #expect(unchecked.status == 0, "\(unchecked)")
+        #expect(unchecked.output.contains("integrity checked only"), "\(unchecked.output)")
+        #expect(unchecked.output.contains("the newest point the replica holds: \(generation)/\(status.lastIndex ?? -1)"))
+
+        let keyFile = fixture.directory.path("notes.key")
+        try fixture.key.write(toKeyFile: keyFile)
+        let checked = await runCommand(["restore", url, fixture.directory.path("b.db"), "--key-file", keyFile, "--json"])
+        #expect(checked.status == 0, "\(checked)")
+        let result = try #require(try json(checked.output)["result"] as? [String: Any])
+        #expect(result["isAuthenticated"] as? Bool == true)
+        #expect((result["newestPoint"] as? [String: Any])?["generation"] as? String == generation)
+
+        let older = await runCommand([
+            "restore", url, fixture.directory.path("c.db"), "--generation", generation, "--index", "0",
+        ])
+        #expect(older.status == 0, "\(older)")
+        #expect(older.output.contains("not the newest point"), "\(older.output)")
+
+        let pastTheEnd = await runCommand([
+            "restore", url, fixture.directory.path("d.db"), "--generation", generation, "--index", "99", "--json",
+        ])
+        #expect(pastTheEnd.status == 1, "\(pastTheEnd)")
+        let error = try #require(try json(pastTheEnd.output)["error"] as? [String: Any])
+        #expect(error["kind"] as? String == "notFound")
+        #expect((error["message"] as? String)?.contains("no such restore point") == true)
+
+        // A typo in the folder: not an empty replica, an error that says to check the URL; nothing is created.
+        let typo = "file://" + fixture.directory.path("replcia")
+        for arguments in [["snapshots", typo], ["restore", typo, fixture.directory.path("e.db")]] {
+            let result = await runCommand(arguments)
+            #expect(result.status == 1, "\(result)")
+            #expect(result.error.contains("check the replica's URL"), "\(result.error)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: fixture.directory.path("replcia")))
+
+        let withKey = await runCommand(["snapshots", url, "--key-file", keyFile, "--json"])
+        #expect(withKey.status == 0, "\(withKey)")
+        let listing = try #require(try json(withKey.output)["result"] as? [String: Any])
+        #expect(listing["isAuthenticated"] as? Bool == true)
+        let generations = try #require(listing["generations"] as? [[String: Any]])
+        #expect((generations.first?["authenticity"] as? String)?.hasPrefix("authenticated with") == true)
+        await fixture.close()
+    }
+
     @Test("replicate runs as a sidecar until SIGTERM, ships what is left, and its replica restores to the source")
     func replicateUntilSigterm() async throws {
         try await withTemporaryDirectory { folder in

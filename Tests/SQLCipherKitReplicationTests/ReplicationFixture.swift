@@ -54,8 +54,8 @@ final class ReplicationFixture: Sendable {
         store = try FolderReplicaStore(root: directory.path("replica"))
         target = try makeTarget?(directory) ?? store
         let clock = clock
-        var configuration = ReplicatorConfiguration(
-            snapshotInterval: nil, retention: nil, now: { clock.now })
+        var configuration = ReplicatorConfiguration(snapshotInterval: nil, retention: nil)
+        configuration.now = { clock.now }
         configure(&configuration)
         self.configuration = configuration
         replicator = Replicator(pool: pool, store: target, configuration: configuration)

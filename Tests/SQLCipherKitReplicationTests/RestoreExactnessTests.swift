@@ -72,7 +72,7 @@ struct RestoreExactnessTests {
         #expect(restored == second.1)
         let generation = try #require(try await fixture.replica.catalog().generations.first)
         #expect(generation.plaintextHeaderSize == 32)
-        #expect(generation.plaintextHeaderSalt == salt)
+        #expect(generation.salt == salt)
         await fixture.close()
     }
 

@@ -70,13 +70,13 @@ struct RetentionTests {
         await fixture.close()
     }
 
-    @Test("the listing names generations that sort by time, and restore points with their times")
+    @Test("the listing names generations by sequence number, and restore points with their times")
     func listing() async throws {
         let fixture = try await snapshotted(rounds: 2, retention: nil)
         let generation = try #require(try await fixture.replica.catalog().generations.first)
-        #expect(ReplicaLayout.isGenerationName(generation.name))
+        #expect(ReplicaLayout.sequence(ofGeneration: generation.name) == 1)
         #expect(generation.restorePointRanges == [0...(generation.segments.last?.index ?? 0)])
-        let points = generation.restorePoints
+        let points = generation.restorePointRanges.flatMap { $0 }.compactMap(generation.restorePoint(at:))
         #expect(points.map(\.time) == points.map(\.time).sorted())
         #expect(generation.engine?.contains("SQLCipher") == true)
         await fixture.close()

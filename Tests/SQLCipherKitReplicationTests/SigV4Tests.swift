@@ -123,6 +123,15 @@ struct S3CredentialsTests {
             aws_secret_access_key=secret-replica-0b3f
             aws_session_token = token-replica
             """.write(toFile: file, atomically: true, encoding: .utf8)
+        // Held to the rules of key files: readable by others, it is refused before it is read, naming its mode.
+        chmod(file, 0o644)
+        let readable = #expect(throws: DatabaseError.self) {
+            _ = try S3Credentials.standard(environment: ["AWS_SHARED_CREDENTIALS_FILE": file])
+        }
+        #expect(readable?.message.contains("mode 644") == true)
+        #expect(readable?.message.contains("chmod 600") == true)
+        #expect(readable?.message.contains("secret-default-5d1e") == false)
+        chmod(file, 0o600)
         let fromDefault = try S3Credentials.standard(environment: ["AWS_SHARED_CREDENTIALS_FILE": file])
         #expect(fromDefault.accessKeyID == "AKIDDEFAULT")
         #expect(fromDefault.sessionToken == nil)
@@ -131,13 +140,13 @@ struct S3CredentialsTests {
         #expect(fromProfile.secretAccessKey == "secret-replica-0b3f")
         #expect(fromProfile.sessionToken == "token-replica")
 
-        let missingProfile = #expect(throws: ReplicationError.self) {
+        let missingProfile = #expect(throws: DatabaseError.self) {
             _ = try S3Credentials(file: file, profile: "other")
         }
         #expect(missingProfile?.message.contains("[other]") == true)
         #expect(missingProfile?.message.contains("secret-default-5d1e") == false)
         #expect(missingProfile?.message.contains("AKIDDEFAULT") == false)
-        let none = #expect(throws: ReplicationError.self) {
+        let none = #expect(throws: DatabaseError.self) {
             _ = try S3Credentials.standard(environment: ["HOME": directory.path("nobody")])
         }
         #expect(none?.message.contains("AWS_ACCESS_KEY_ID") == true)

@@ -47,15 +47,15 @@ struct WALReaderTests {
             let writer = try Self.logWriter(in: folder)
             for _ in 1...3 { try writer.execute("INSERT INTO t VALUES (?)", String(repeating: "y", count: 3000)) }
             let file = try #require(try ReadOnlyFile(path: folder.path("notes.db-wal")))
-            let header = try #require(try WALReader.header(of: file))
+            let header = try #require(try WALFormat.header(of: file))
             #expect(header.pageSize == (try ReplicatedDatabase.pageSize(of: writer)))
             let start = WALPosition(start: header)
-            let run = try #require(try WALReader.committedRun(
+            let run = try #require(try WALShipping.committedRun(
                 in: file, after: start, includesHeader: true, maximumBytes: .max, readTwice: true))
             #expect(run.offset == 0)
             #expect(run.length == Int64(try file.size()))
             #expect(run.sha256 == SHA256.hex(try fileBytes(folder.path("notes.db-wal"))))
-            #expect(try WALReader.lastCommit(in: file, after: start) == run.end)
+            #expect(try WALShipping.lastCommit(in: file, after: start) == run.end)
             #expect(run.end.databasePageCount == UInt32(try writer.scalar("PRAGMA page_count", as: Int.self) ?? 0))
 
             // A flipped byte in the last frame ends the log before it, as SQLite's recovery would.
@@ -63,7 +63,7 @@ struct WALReaderTests {
             bytes[bytes.count - 10] ^= 0x40
             try Data(bytes).write(to: URL(fileURLWithPath: folder.path("copy-wal")))
             let damaged = try #require(try ReadOnlyFile(path: folder.path("copy-wal")))
-            let shorter = try WALReader.lastCommit(in: damaged, after: start)
+            let shorter = try WALShipping.lastCommit(in: damaged, after: start)
             #expect((shorter?.frame ?? 0) < run.end.frame)
             writer.close()
         }
