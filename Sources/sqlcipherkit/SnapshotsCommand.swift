@@ -8,7 +8,7 @@ struct SnapshotsCommand: OperatorCommand {
     static let configuration = CommandConfiguration(
         commandName: "snapshots",
         abstract: "List a replica's generations, snapshots and restore points.",
-        discussion: """
+        discussion: CipherOptions.withFoldedNote("""
             Reads the replica's listing and its small manifests (no snapshot or log segment is downloaded) and \
             shows, per generation (in the order of their sequence numbers): when and why it started, its \
             snapshots, the restore points it can restore (as index ranges, with their times by the writing \
@@ -21,7 +21,7 @@ struct SnapshotsCommand: OperatorCommand {
             Example:
               sqlcipherkit snapshots file:///mnt/replica/notes
               sqlcipherkit snapshots file:///mnt/replica/notes --json
-            """
+            """)
     )
 
     @Argument(help: ArgumentHelp("The replica: file:///path or s3://BUCKET/PREFIX.", valueName: "url"))
