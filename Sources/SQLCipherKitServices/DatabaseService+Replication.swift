@@ -128,9 +128,9 @@ extension DatabaseService {
             "shipping what replication has left before closing the database",
             metadata: ["path": "\(path)", "timeout": "\(timeout)"])
         replication.cancel()
-        // The wait runs in a task of its own (first(of:timeout:)): when run() itself was cancelled (not a graceful
+        // The wait runs in a task of its own (outcome(of:timeout:)): when run() itself was cancelled (not a graceful
         // shutdown), a child task would inherit the cancellation and its timeout would end at once.
-        let finished = await first(of: { await replication.value }, timeout: timeout + .seconds(1)) != nil
+        let finished = await SQLCipherKit.outcome(of: { await replication.value }, timeout: timeout + .seconds(1)) != nil
         if finished {
             let status = await replicator.status
             logger.info(

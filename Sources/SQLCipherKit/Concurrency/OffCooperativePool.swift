@@ -34,7 +34,7 @@ package func offCooperativePool<T: Sendable>(
 /// before it began).
 ///
 /// - Returns: The work's result, or `nil` when the timeout came first.
-package func first<T: Sendable>(
+package func outcome<T: Sendable>(
     of work: @escaping @Sendable () async throws -> T, timeout: Duration
 ) async -> Result<T, any Error>? {
     let workTask = Task { try await work() }

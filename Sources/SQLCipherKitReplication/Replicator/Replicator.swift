@@ -333,7 +333,7 @@ public actor Replicator {
         let timeout = configuration.shutdownTimeout
         // Whichever ends first: the last ship, or the timeout (then the ship is cancelled and awaited before the
         // connections close; what it stored is complete objects only).
-        let outcome = await first(of: { try await self.finalShip() }, timeout: timeout)
+        let outcome = await SQLCipherKit.outcome(of: { try await self.finalShip() }, timeout: timeout)
         var shipped = false
         if case .success? = outcome { shipped = true }
         if shipped {
