@@ -56,7 +56,8 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConv
 /// An error either comes from SQLite (``kind`` is ``Kind/sqlite``) or is a condition the library detected itself
 /// (a wrong key, a value that does not convert, a closed connection, …). Both carry a SQLite result code, a message
 /// a person can act on, and the SQL that failed when there was one. Bound argument values never appear in an error,
-/// and neither does key material.
+/// and neither does key material: SQL that may hold a key (a key PRAGMA, the KEY clause of ATTACH, a key URI
+/// parameter, in any spelling) is redacted in ``sql`` and ``reason`` when the error is made.
 ///
 /// Match on the kind or on the result code without parsing text:
 ///
@@ -142,12 +143,17 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable, DatabaseE
 
     /// Creates an error with a result code of its own (for an error SQLite reported, or a kind whose usual code
     /// does not fit). The message and SQL must not contain key material or bound values.
+    ///
+    /// Key material is redacted here, the one place every error's text passes: SQL that mentions `key` (the KEY clause
+    /// of ATTACH, a key PRAGMA, a key URI parameter, in any spelling) loses its literals, and the reason loses what
+    /// quotes them (SQLite's `near "…": syntax error`); see Docs/Security.md.
     public init(kind: Kind, code: ResultCode, message reason: String, remedy: Remedy? = nil, sql: String? = nil) {
+        let redacted = KeyRedaction.redacted(sql: sql, reason: reason)
         self.kind = kind
         self.extendedResultCode = code
-        self.reason = reason
+        self.reason = redacted.reason
         self.remedy = remedy
-        self.sql = sql
+        self.sql = redacted.sql
     }
 
     /// This error with another reason (the kind, code, remedy and SQL kept), for a caller that adds context.

@@ -3,7 +3,8 @@ import Logging
 
 /// One statement that finished running, reported by ``Connection/trace(includingBoundValues:_:)``.
 public struct TraceEvent: Sendable, CustomStringConvertible {
-    /// The SQL as written, with its `?` / `:name` parameters (never their values).
+    /// The SQL as written, with its `?` / `:name` parameters (never their values); SQL that mentions `key` has its
+    /// literals redacted, as in errors (an `ATTACH … KEY 'k'` would otherwise carry the key).
     public let sql: String
     /// How long the statement ran (from its first step to its end or reset).
     public let duration: Duration
@@ -53,7 +54,8 @@ extension Connection {
                 guard let context, let statement else { return 0 }
                 let box = Unmanaged<TraceBox>.fromOpaque(context).takeUnretainedValue()
                 let sqliteStatement = OpaquePointer(statement)
-                let sql = sqlite3_sql(sqliteStatement).map { String(cString: $0) } ?? ""
+                // An ATTACH … KEY 'k' of the caller's would hand its key to the handler (and to a log).
+                let sql = KeyRedaction.redacting(sql: sqlite3_sql(sqliteStatement).map { String(cString: $0) } ?? "")
                 var expanded: String?
                 if box.includesBoundValues && !sql.trimmingWhitespace().uppercased().hasPrefix("ATTACH"),
                    let text = sqlite3_expanded_sql(sqliteStatement) {
