@@ -56,6 +56,9 @@ extension DatabaseError.Remedy {
             "to migrate, use `sqlcipherkit migrate`"
         case .attachWithKey:
             "give the attached file a key (ATTACH … KEY ?), or allow plaintext attachments with --allow-plaintext"
+        case .attachPlaintextWithEmptyKey:
+            "it is attached as plaintext with KEY '' and --allow-plaintext; to keep it encrypted, encrypt it into a"
+                + " new file with `sqlcipherkit encrypt` and attach that"
         case .stopOtherProcesses:
             "stop them first: they would keep using the old file"
         case .openWithCompatibility(let version):

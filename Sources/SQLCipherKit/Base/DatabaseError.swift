@@ -388,6 +388,9 @@ extension DatabaseError {
         case migrateWithExport
         /// A file attached without a key would be plaintext: give a key, or allow plaintext attachments.
         case attachWithKey
+        /// The file attached is a plaintext database: attach it with an empty key (`KEY ''`) with plaintext
+        /// attachments allowed, or encrypt it into a new file first.
+        case attachPlaintextWithEmptyKey
         /// Other processes hold the database file: stop them first (they would go on with the old file).
         case stopOtherProcesses
         /// The file opens with the default settings of this earlier SQLCipher major version.
@@ -443,6 +446,10 @@ extension DatabaseError {
             case .attachWithKey:
                 "give a key (ATTACH … KEY ?, Connection.attach(_:as:encryption:)), or allow plaintext attachments"
                     + " explicitly (OpenOptions.allowsPlaintextAttachments)"
+            case .attachPlaintextWithEmptyKey:
+                "attach it as plaintext with Connection.attach(_:as:encryption: .none), or in SQL with KEY '' once"
+                    + " plaintext attachments are allowed (OpenOptions.allowsPlaintextAttachments); or export it into"
+                    + " an encrypted copy first"
             case .stopOtherProcesses:
                 "stop them first: they would keep using the old file"
             case .openWithCompatibility(let version):

@@ -172,7 +172,11 @@ enum EncryptionGuard {
     /// The error for a failed prepare or step: an `SQLITE_AUTH` the guard caused names the refused PRAGMA, and
     /// leaves out SQL that may hold a key.
     static func error(code: CInt, connection: OpaquePointer?, sql: String?, state: GuardState) -> DatabaseError {
-        let error = DatabaseError.fromSQLite(code: code, connection: connection, sql: sql)
+        var error = DatabaseError.fromSQLite(code: code, connection: connection, sql: sql)
+        if code & 0xFF == SQLITE_NOTADB, let plaintextFile = state.lastPlaintextAttachment {
+            error = plaintextAttachmentError(file: plaintextFile, sql: sql, underlying: error)
+        }
+        state.lastPlaintextAttachment = nil
         guard code & 0xFF == SQLITE_AUTH, let refusal = state.lastRefusal else { return error }
         state.lastRefusal = nil
         return DatabaseError(
@@ -181,6 +185,54 @@ enum EncryptionGuard {
     }
 
     // MARK: - ATTACH
+
+    /// The error of an ATTACH that failed with `SQLITE_NOTADB` on a file that is a plaintext database: the key it
+    /// used (its KEY, or the main database's without one) cannot open a file that is not encrypted.
+    static func plaintextAttachmentError(file: String, sql: String?, underlying: DatabaseError) -> DatabaseError {
+        DatabaseError(
+            kind: .notEncrypted, code: underlying.extendedResultCode,
+            message: "the file attached is a plaintext SQLite database (not encrypted), so the key the ATTACH used"
+                + " (its KEY, or without one the main database's key) does not open it",
+            remedy: .attachPlaintextWithEmptyKey, sql: sql)
+    }
+
+    /// Whether the file an ATTACH names (a path, or a `file:` URI) starts with SQLite's plaintext header.
+    static func isPlaintextDatabase(fileName: String) -> Bool {
+        guard let path = filePath(ofAttachName: fileName) else { return false }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var header = [UInt8](repeating: 0, count: 16)
+        let count = header.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, 16) }
+        return count == 16 && header == Array("SQLite format 3\0".utf8)
+    }
+
+    /// The file path an ATTACH file name stands for: the name itself, or the path of a `file:` URI (without its
+    /// authority, query and fragment, percent-decoded). `nil` for a memory database.
+    static func filePath(ofAttachName name: String) -> String? {
+        guard !name.isEmpty, name != ":memory:" else { return nil }
+        guard name.lowercased().hasPrefix("file:") else { return name }
+        var rest = Substring(name.dropFirst(5))
+        if let end = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) { rest = rest[..<end] }
+        if rest.hasPrefix("//") {
+            // file://host/path: only an empty or "localhost" authority names a local file.
+            let afterSlashes = rest.dropFirst(2)
+            guard let slash = afterSlashes.firstIndex(of: "/") else { return nil }
+            rest = afterSlashes[slash...]
+        }
+        var bytes: [UInt8] = []
+        var utf8 = Array(rest.utf8)[...]
+        while let byte = utf8.popFirst() {
+            if byte == 0x25, utf8.count >= 2, let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16) {
+                bytes.append(value)
+                utf8 = utf8.dropFirst(2)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        let path = String(decoding: bytes, as: UTF8.self)
+        return path.isEmpty || path == ":memory:" ? nil : path
+    }
 
     /// Steps a statement that attaches a database, then checks what it attached (see
     /// ``checkNewAttachments(handle:before:createdFiles:)``) before anything else can use it.
@@ -196,6 +248,11 @@ enum EncryptionGuard {
             try checkNewAttachments(handle: handle, before: before, createdFiles: createdFiles)
         } else if code != SQLITE_ROW {
             createdFiles?.removeCreatedEmptyFiles()
+            if code & 0xFF == SQLITE_NOTADB {
+                // "File is encrypted or is not a database" for a plaintext file says the opposite of the truth.
+                handle.guardState.lastPlaintextAttachment = fileNames.lazy.compactMap { $0 }
+                    .first(where: isPlaintextDatabase(fileName:))
+            }
             // SQLite names the file in "unable to open database: file:x.db?key=…": the message would carry the key.
             if let message = sqlite3_errmsg(handle.sqliteConnection).map({ String(cString: $0) }),
                mentionsURIKey(message) {
@@ -352,6 +409,8 @@ final class GuardState {
     var compiledAttachFileNames: [String?] = []
     /// The guard's last refusal, turned into the error's message.
     var lastRefusal: GuardRefusal?
+    /// The plaintext database an ATTACH that just failed with `SQLITE_NOTADB` named, for its error.
+    var lastPlaintextAttachment: String?
 
     /// Called before a statement of the caller's is compiled.
     func beginCompiling() {
