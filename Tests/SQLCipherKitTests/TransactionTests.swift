@@ -165,10 +165,11 @@ struct TransactionTests {
     func cacheEmptiedDuringTransactionStatement() throws {
         try withTemporaryDirectory { dir in
             let db = try openWithTable(dir.path("t.db"))
-            // The slots are prepared; then a rollback hook sets an authorizer, which empties the statement cache
-            // (and with it the slot of the ROLLBACK that is running). The hook's contract says not to use the
-            // connection, but breaking it must not crash: without the fix, the running statement was finalized
-            // under the engine (signal 11 on both engines).
+            // The slots are prepared; then a rollback hook sets an authorizer, which would empty the statement
+            // cache (and with it the slot of the ROLLBACK that is running). The hook's contract says not to use the
+            // connection: without the first fix, the running statement was finalized under the engine (signal 11
+            // on both engines); now the hook's use of the connection is refused, and the ROLLBACK that ran the hook
+            // says so once it has rolled back.
             try db.beginTransaction()
             try db.rollback()
             var rollbacks = 0
@@ -179,7 +180,7 @@ struct TransactionTests {
             for value in ["rolled back 1", "rolled back 2"] {
                 try db.beginTransaction()
                 try db.execute("INSERT INTO t VALUES (?)", value)
-                try db.rollback()
+                expectError(.callbackMisuse) { try db.rollback() }
                 #expect(!db.isInsideTransaction)
             }
             #expect(rollbacks == 2)
@@ -237,14 +238,18 @@ struct TransactionTests {
             #expect(!db.isInsideTransaction)
             #expect(try values(db).isEmpty)
 
-            // A body that ends the transaction and then throws: its own error wins.
-            expectCancelled {
+            // A body that ends the transaction and then throws: the caller must not take its error for a rollback
+            // (before, the body's own error was thrown, and what it committed looked rolled back).
+            let error = expectError(.transactionMisuse) {
                 try db.transaction {
+                    try db.execute("INSERT INTO t VALUES ('committed by the body')")
                     try db.commit()
                     throw Cancelled()
                 }
             }
+            #expect(error?.message.contains("Cancelled") == true)
             #expect(!db.isInsideTransaction)
+            #expect(try values(db) == ["committed by the body"])
         }
     }
 
@@ -396,6 +401,139 @@ struct TransactionTests {
             #expect(try values(db) == ["plain", "with space", "with \"quote\"", "select", "; DROP TABLE t; --"])
             #expect(Connection.quoteIdentifier("a\"b") == "\"a\"\"b\"")
             #expect(Connection.quoteIdentifier("") == "\"\"")
+        }
+    }
+
+    /// How a body ends the savepoint it runs in.
+    enum SavepointEnding: String, CaseIterable, CustomTestStringConvertible, Sendable {
+        case commit = "COMMIT", end = "END", releaseOwn = "RELEASE", rollback = "ROLLBACK"
+
+        var testDescription: String { rawValue }
+
+        /// The statement, for a savepoint named `name`.
+        func sql(_ name: String) -> String { self == .releaseOwn ? "RELEASE \"\(name)\"" : rawValue }
+
+        /// Whether the body's first write stays after it.
+        var keepsFirstWrite: Bool { self != .rollback }
+    }
+
+    @Test("a savepoint whose body ends it, writes again and throws gets transactionMisuse; what stays is what it committed",
+          arguments: SavepointEnding.allCases)
+    func savepointEndedByBodyThenThrows(ending: SavepointEnding) throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("t.db")
+            let db = try openWithTable(path)
+            // Before: the body's own error, and both writes kept with no word of it.
+            let error = expectError(.transactionMisuse) {
+                try db.savepoint("sp") {
+                    try db.execute("INSERT INTO t VALUES ('first')")
+                    try db.execute(ending.sql("sp"))
+                    try db.execute("INSERT INTO t VALUES ('second, in autocommit')")
+                    throw Cancelled()
+                }
+            }
+            #expect(error?.message.contains("ended by its own body") == true)
+            #expect(error?.message.contains("Cancelled") == true)
+            #expect(!db.isInsideTransaction)
+            let expected = (ending.keepsFirstWrite ? ["first"] : []) + ["second, in autocommit"]
+            #expect(try values(try openWithTable(path)) == expected)
+        }
+    }
+
+    @Test("a savepoint whose body ends it and returns gets transactionMisuse", arguments: SavepointEnding.allCases)
+    func savepointEndedByBodyReturns(ending: SavepointEnding) throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("t.db")
+            let db = try openWithTable(path)
+            expectError(.transactionMisuse) {
+                try db.savepoint("sp") {
+                    try db.execute("INSERT INTO t VALUES ('first')")
+                    try db.execute(ending.sql("sp"))
+                }
+            }
+            #expect(!db.isInsideTransaction)
+            #expect(try values(try openWithTable(path)) == (ending.keepsFirstWrite ? ["first"] : []))
+        }
+    }
+
+    @Test("a savepoint whose body ends it and begins a transaction of its own: that transaction is rolled back")
+    func savepointEndedByBodyThenBegins() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("t.db")
+            let db = try openWithTable(path)
+            for throwsAtTheEnd in [true, false] {
+                expectError(.transactionMisuse) {
+                    try db.savepoint {
+                        try db.execute("INSERT INTO t VALUES ('committed by the body')")
+                        try db.execute("COMMIT")
+                        try db.execute("BEGIN")
+                        try db.execute("INSERT INTO t VALUES ('in the body''s own transaction')")
+                        if throwsAtTheEnd { throw Cancelled() }
+                    }
+                }
+                #expect(!db.isInsideTransaction)
+            }
+            #expect(try values(try openWithTable(path)) == ["committed by the body", "committed by the body"])
+        }
+    }
+
+    @Test("a nested savepoint that releases itself, writes again and throws: transactionMisuse, and the enclosing transaction rolls it all back")
+    func nestedSavepointReleasedByBody() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("t.db")
+            let db = try openWithTable(path)
+            expectError(.transactionMisuse) {
+                try db.transaction {
+                    try db.execute("INSERT INTO t VALUES ('outer')")
+                    try db.savepoint("inner") {
+                        try db.execute("INSERT INTO t VALUES ('inner')")
+                        try db.execute("RELEASE inner")
+                        try db.execute("INSERT INTO t VALUES ('after the release')")
+                        throw Cancelled()
+                    }
+                }
+            }
+            #expect(!db.isInsideTransaction)
+            #expect(try values(try openWithTable(path)).isEmpty)
+        }
+    }
+
+    @Test("an engine rollback inside the body (an interrupted write) is not taken for the body's own COMMIT")
+    func engineRollbackIsNotMisuse() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("t.db")
+            let db = try openWithTable(path)
+            var interrupts = false
+            try db.setProgressHandler(every: 1) { interrupts }
+            let insert = {
+                interrupts = true
+                defer { interrupts = false }
+                try db.execute("INSERT INTO t VALUES ('interrupted')")
+            }
+            // An interrupted write rolls the whole transaction back: the body rethrows the interrupt, which is thrown
+            // as it is.
+            expectError(code: DatabaseError.SQLITE_INTERRUPT) {
+                try db.transaction {
+                    try db.execute("INSERT INTO t VALUES ('rolled back by the engine')")
+                    try insert()
+                }
+            }
+            expectError(code: DatabaseError.SQLITE_INTERRUPT) {
+                try db.savepoint {
+                    try db.execute("INSERT INTO t VALUES ('rolled back by the engine')")
+                    try insert()
+                }
+            }
+            // A body that catches it and returns: transactionMisuse says the engine rolled back, not the body.
+            let error = expectError(.transactionMisuse) {
+                try db.transaction {
+                    try db.execute("INSERT INTO t VALUES ('rolled back by the engine')")
+                    try? insert()
+                }
+            }
+            #expect(error?.message.contains("engine rolled the transaction back") == true)
+            #expect(!db.isInsideTransaction)
+            #expect(try values(try openWithTable(path)).isEmpty)
         }
     }
 

@@ -227,6 +227,17 @@ extension DatabaseErrorKinds {
     public static var verificationFailed: DatabaseError.Kind {
         DatabaseError.Kind("verificationFailed", DatabaseError.SQLITE_ERROR)
     }
+    /// The connection was closed, reopened (a rekey) or used where the library forbids it: from inside one of its own
+    /// callbacks (an SQL function, a collation, the authorizer, a trace, progress or busy handler, a commit, rollback
+    /// or update hook) or closures (the body of ``Connection/transaction(_:_:)`` or ``Connection/savepoint(_:_:)``,
+    /// a ``DatabaseWriter``'s closure) while the library runs it. Nothing was closed: the connection stays usable.
+    /// The call that ran the callback or closure throws it; the message names the callback and what was refused.
+    public static var callbackMisuse: DatabaseError.Kind {
+        DatabaseError.Kind("callbackMisuse", DatabaseError.SQLITE_MISUSE)
+    }
+    /// A ``Row`` read in place was read after its statement moved on: stepped to the next row, reset, ended, or its
+    /// connection closed. Copy a row to keep it (``Row/copy()``, ``Connection/query(_:_:)``).
+    public static var rowMisuse: DatabaseError.Kind { DatabaseError.Kind("rowMisuse", DatabaseError.SQLITE_MISUSE) }
     /// The operation needs a state the database is not in (other connections open, inside a transaction, …).
     public static var invalidState: DatabaseError.Kind {
         DatabaseError.Kind("invalidState", DatabaseError.SQLITE_MISUSE)

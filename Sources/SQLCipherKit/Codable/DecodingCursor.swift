@@ -60,6 +60,7 @@ extension DecodingCursor: Sendable {}
 
 extension RowCursor {
     /// ``next()`` without building a ``Row``: whether the statement is on a new row.
+    @inlinable
     @inline(__always)
     func step() throws -> Bool {
         if isDone { return false }

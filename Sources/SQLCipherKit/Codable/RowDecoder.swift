@@ -99,7 +99,7 @@ final class RowDecodingContext {
         self.recordType = recordType
         self.columnCount = row.count
         if let sqliteStatement = row.sqliteStatement {
-            guard row.handle.isOpen else { throw DatabaseError.closed(sql: row.statement.sql) }
+            guard row.isCurrent else { throw row.notCurrentError() }
             self.sqliteStatement = sqliteStatement
             self.values = []
         } else {

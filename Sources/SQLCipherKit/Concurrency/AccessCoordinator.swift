@@ -186,18 +186,19 @@ final class AccessCoordinator: Sendable {
 
     // MARK: - Running work on the writer
 
-    /// Admits the caller, then runs `body` on the writer, blocking.
+    /// Admits the caller, then runs `body` on the writer, blocking. The writer is lent to `body`: closing it (or
+    /// rekeying it) there is refused with ``DatabaseError/callbackMisuse``, which would leave the pool without one.
     func onWriter<T>(_ body: (Connection) throws -> T) throws -> T {
         try enter()
         defer { exit() }
-        return try writer.sync(body)
+        return try writer.sync { db in try db.runLent(.writerClosure) { try body(db) } }
     }
 
-    /// Admits the caller, then runs `body` on the writer's queue, suspending.
+    /// Admits the caller, then runs `body` on the writer's queue, suspending (the writer lent as above).
     func onWriter<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await enter()
         defer { exit() }
-        return try await writer.async(body)
+        return try await writer.async { db in try db.runLent(.writerClosure) { try body(db) } }
     }
 
     // MARK: - Readers

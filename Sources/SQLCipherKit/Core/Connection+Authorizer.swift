@@ -48,11 +48,15 @@ public enum AuthorizerDecision: Sendable {
     }
 }
 
+/// The caller's authorizer, with the handle it runs for (the handle's guard state holds it; closing the handle lets
+/// go of it).
 final class AuthorizerBox {
     let authorize: (AuthorizerRequest) -> AuthorizerDecision
+    let handle: ConnectionHandle
 
-    init(_ authorize: @escaping (AuthorizerRequest) -> AuthorizerDecision) {
+    init(_ authorize: @escaping (AuthorizerRequest) -> AuthorizerDecision, handle: ConnectionHandle) {
         self.authorize = authorize
+        self.handle = handle
     }
 }
 
@@ -63,12 +67,15 @@ extension Connection {
     /// allows), `temp_store` other than MEMORY, a plaintext ATTACH on an encrypted connection, a key in an ATTACH
     /// file name and `VACUUM INTO` stay refused whatever the authorizer answers (see Docs/Security.md).
     ///
+    /// The authorizer must not use the connection (SQLite forbids it): a call into the connection from inside it
+    /// throws ``DatabaseError/callbackMisuse``, ``close()`` does nothing, and the statement being compiled is then
+    /// refused with that error.
+    ///
     /// See [sqlite3_set_authorizer](https://www.sqlite.org/c3ref/set_authorizer.html).
     public func setAuthorizer(_ authorizer: ((AuthorizerRequest) -> AuthorizerDecision)?) throws {
-        let box = authorizer.map(AuthorizerBox.init)
         try register("authorizer") { connection in
             _ = try connection.checkedConnection()
-            connection.handle.guardState.userAuthorizer = box
+            connection.handle.guardState.userAuthorizer = authorizer.map { AuthorizerBox($0, handle: connection.handle) }
         }
         // Statements compiled under the previous authorizer must be compiled again.
         statementCache.removeAll()

@@ -68,10 +68,22 @@ extension DatabaseValue {
     }
 }
 
-/// Reports a Swift error as the SQL function's error (its message; never bound values).
-private func setError(_ error: any Error, of context: OpaquePointer) {
+/// Reports a Swift error as the SQL function's error (its message; never bound values). A refusal of the
+/// connection's use inside the function (``DatabaseError/callbackMisuse``) is kept for the statement that ran it, which
+/// throws it as it is.
+private func setError(_ error: any Error, of context: OpaquePointer, handle: ConnectionHandle) {
+    if let error = error as? DatabaseError, error.kind == .callbackMisuse {
+        handle.recordMisuse(error)
+    }
     let message = (error as? DatabaseError)?.message ?? "\(error)"
     sqlite3_result_error(context, message, -1)
+}
+
+/// Fails the SQL function with the refusal inside it, if there was one (it stays kept for the statement).
+private func failIfRefused(_ context: OpaquePointer, handle: ConnectionHandle) -> Bool {
+    guard handle.hasPendingMisuse else { return false }
+    sqlite3_result_error(context, "the connection was closed or used where it must not be, inside an SQL function", -1)
+    return true
 }
 
 private func arguments(_ count: CInt, _ values: UnsafeMutablePointer<OpaquePointer?>?) -> [DatabaseValue] {
@@ -80,17 +92,21 @@ private func arguments(_ count: CInt, _ values: UnsafeMutablePointer<OpaquePoint
 
 private final class FunctionBox {
     let body: ([DatabaseValue]) throws -> (any DatabaseValueConvertible)?
+    let handle: ConnectionHandle
 
-    init(_ body: @escaping ([DatabaseValue]) throws -> (any DatabaseValueConvertible)?) {
+    init(_ body: @escaping ([DatabaseValue]) throws -> (any DatabaseValueConvertible)?, handle: ConnectionHandle) {
         self.body = body
+        self.handle = handle
     }
 }
 
 private final class AggregateBox {
     let make: () -> any DatabaseAggregate
+    let handle: ConnectionHandle
 
-    init(_ make: @escaping () -> any DatabaseAggregate) {
+    init(_ make: @escaping () -> any DatabaseAggregate, handle: ConnectionHandle) {
         self.make = make
+        self.handle = handle
     }
 }
 
@@ -121,6 +137,10 @@ extension Connection {
     /// is registered again when the connection reopens (after a rekey); a pool registers it on every connection
     /// through its configuration's `prepareConnection`.
     ///
+    /// The function may run statements on the connection, but must not close or rekey it: ``Connection/close()``
+    /// inside it does nothing, and the statement that called the function fails with
+    /// ``DatabaseError/callbackMisuse`` (the connection stays usable).
+    ///
     /// - Parameters:
     ///   - name: The SQL name.
     ///   - argumentCount: The number of arguments, or `nil` for any number.
@@ -137,14 +157,16 @@ extension Connection {
         let flags = SQLITE_UTF8 | (isDeterministic ? SQLITE_DETERMINISTIC : 0)
         try register("function \(name.lowercased())/\(count)") { connection in
             let sqliteConnection = try connection.checkedConnection()
-            let box = Unmanaged.passRetained(FunctionBox(body)).toOpaque()
+            let box = Unmanaged.passRetained(FunctionBox(body, handle: connection.handle)).toOpaque()
             let code = sqlite3_create_function_v2(sqliteConnection, name, count, flags, box, { context, argc, argv in
                 let box = Unmanaged<FunctionBox>.fromOpaque(sqlite3_user_data(context)!).takeUnretainedValue()
+                let handle = box.handle
                 do {
-                    let result = try box.body(arguments(argc, argv))
+                    let result = try handle.lend(to: .function) { try box.body(arguments(argc, argv)) }
+                    if failIfRefused(context!, handle: handle) { return }
                     (result?.databaseValue ?? .null).setResult(of: context!)
                 } catch {
-                    setError(error, of: context!)
+                    setError(error, of: context!, handle: handle)
                 }
             }, nil, nil, releaseBox)
             guard code == SQLITE_OK else {
@@ -164,11 +186,12 @@ extension Connection {
         let flags = SQLITE_UTF8 | (isDeterministic ? SQLITE_DETERMINISTIC : 0)
         try register("function \(name.lowercased())/\(count)") { connection in
             let sqliteConnection = try connection.checkedConnection()
-            let box = Unmanaged.passRetained(AggregateBox(make)).toOpaque()
+            let box = Unmanaged.passRetained(AggregateBox(make, handle: connection.handle)).toOpaque()
             let code = sqlite3_create_function_v2(sqliteConnection, name, count, flags, box, nil, { context, argc, argv in
                 guard let state = aggregateState(context!, create: true), state.error == nil else { return }
+                let handle = aggregateHandle(context!)
                 do {
-                    try state.aggregate.step(arguments(argc, argv))
+                    try handle.lend(to: .aggregate) { try state.aggregate.step(arguments(argc, argv)) }
                 } catch {
                     state.error = error
                 }
@@ -177,14 +200,17 @@ extension Connection {
                 let state = aggregateState(context!, create: true)
                 defer { releaseAggregateState(context!) }
                 guard let state else { return }
+                let handle = aggregateHandle(context!)
                 if let error = state.error {
-                    setError(error, of: context!)
+                    setError(error, of: context!, handle: handle)
                     return
                 }
                 do {
-                    (try state.aggregate.finalize()?.databaseValue ?? .null).setResult(of: context!)
+                    let result = try handle.lend(to: .aggregate) { try state.aggregate.finalize() }
+                    if failIfRefused(context!, handle: handle) { return }
+                    (result?.databaseValue ?? .null).setResult(of: context!)
                 } catch {
-                    setError(error, of: context!)
+                    setError(error, of: context!, handle: handle)
                 }
             }, releaseBox)
             guard code == SQLITE_OK else {
@@ -200,16 +226,22 @@ extension Connection {
     /// try db.all("SELECT name FROM person ORDER BY name COLLATE length", as: String.self)
     /// ```
     ///
+    /// The collation must not close or rekey the connection: ``Connection/close()`` inside it does nothing, and the
+    /// step that compared then throws ``DatabaseError/callbackMisuse`` (with no transaction open, a write it was
+    /// part of is rolled back).
+    ///
     /// See [sqlite3_create_collation](https://www.sqlite.org/c3ref/create_collation.html).
     public func createCollation(_ name: String, _ compare: @escaping (String, String) -> Int) throws {
         try register("collation \(name.lowercased())") { connection in
             let sqliteConnection = try connection.checkedConnection()
-            let box = Unmanaged.passRetained(HookBox<(String, String) -> Int>(compare)).toOpaque()
+            let box = Unmanaged.passRetained(HookBox<(String, String) -> Int>(compare, handle: connection.handle))
+                .toOpaque()
             let code = sqlite3_create_collation_v2(sqliteConnection, name, SQLITE_UTF8, box, { context, count1, text1, count2, text2 in
-                let compare = HookBox<(String, String) -> Int>.from(context)
+                let box = HookBox<(String, String) -> Int>.from(context)
                 let string1 = String(decoding: UnsafeRawBufferPointer(start: text1, count: Int(count1)), as: UTF8.self)
                 let string2 = String(decoding: UnsafeRawBufferPointer(start: text2, count: Int(count2)), as: UTF8.self)
-                let result = compare(string1, string2)
+                // A refusal inside it is thrown by the step that ran it (a collation cannot fail a statement).
+                let result = box.handle.lend(to: .collation) { box.closure(string1, string2) }
                 return result < 0 ? -1 : (result > 0 ? 1 : 0)
             }, releaseBox)
             guard code == SQLITE_OK else {
@@ -227,6 +259,11 @@ extension Connection {
         }
         return CInt(argumentCount)
     }
+}
+
+/// The handle an aggregate runs for.
+private func aggregateHandle(_ context: OpaquePointer) -> ConnectionHandle {
+    Unmanaged<AggregateBox>.fromOpaque(sqlite3_user_data(context)!).takeUnretainedValue().handle
 }
 
 /// The state of the group `context` belongs to, kept in SQLite's aggregate context (one pointer).

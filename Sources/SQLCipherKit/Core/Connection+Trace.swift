@@ -21,10 +21,12 @@ public struct TraceEvent: Sendable, CustomStringConvertible {
 private final class TraceBox {
     let handler: (TraceEvent) -> Void
     let includesBoundValues: Bool
+    let handle: ConnectionHandle
 
-    init(handler: @escaping (TraceEvent) -> Void, includesBoundValues: Bool) {
+    init(handler: @escaping (TraceEvent) -> Void, includesBoundValues: Bool, handle: ConnectionHandle) {
         self.handler = handler
         self.includesBoundValues = includesBoundValues
+        self.handle = handle
     }
 }
 
@@ -39,17 +41,23 @@ extension Connection {
     /// statements, whose parameter can be a key. Keys never appear in traced SQL anyway: SQLCipherKit passes them
     /// through `sqlite3_key`, `sqlite3_rekey` and bound parameters, and refuses `PRAGMA key` in SQL.
     ///
+    /// The handler must not close or rekey the connection: ``close()`` inside it does nothing, and the call that ran
+    /// the statement throws ``DatabaseError/callbackMisuse`` (the statement has ended by then: a trace event comes
+    /// once it has run).
+    ///
     /// - Warning: Bound values can be confidential (they are your rows); include them only while debugging.
     ///
     /// See [sqlite3_trace_v2](https://www.sqlite.org/c3ref/trace_v2.html).
     public func trace(includingBoundValues: Bool = false, _ handler: ((TraceEvent) -> Void)?) throws {
-        let box = handler.map { TraceBox(handler: $0, includesBoundValues: includingBoundValues) }
         try register("trace") { connection in
             let sqliteConnection = try connection.checkedConnection()
-            guard let box else {
+            guard let handler else {
                 sqlite3_trace_v2(sqliteConnection, 0, nil, nil)
+                connection.callbackBoxes["trace"] = nil
                 return
             }
+            let box = TraceBox(handler: handler, includesBoundValues: includingBoundValues, handle: connection.handle)
+            connection.callbackBoxes["trace"] = box
             sqlite3_trace_v2(sqliteConnection, UInt32(SQLITE_TRACE_PROFILE), { _, context, statement, nanoseconds in
                 guard let context, let statement else { return 0 }
                 let box = Unmanaged<TraceBox>.fromOpaque(context).takeUnretainedValue()
@@ -63,7 +71,8 @@ extension Connection {
                     sqlite3_free(text)
                 }
                 let elapsed = nanoseconds?.assumingMemoryBound(to: Int64.self).pointee ?? 0
-                box.handler(TraceEvent(sql: sql, duration: .nanoseconds(elapsed), expandedSQL: expanded))
+                let event = TraceEvent(sql: sql, duration: .nanoseconds(elapsed), expandedSQL: expanded)
+                box.handle.lend(to: .trace) { box.handler(event) }
                 return 0
             }, Unmanaged.passUnretained(box).toOpaque())
         }

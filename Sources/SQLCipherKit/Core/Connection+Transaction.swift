@@ -25,11 +25,17 @@ extension Connection {
     ///
     /// - When COMMIT itself fails (a deferred foreign key violation, `SQLITE_BUSY`), the transaction is rolled back
     ///   and COMMIT's error is thrown: the caller never has to clean up a half-open transaction.
-    /// - `body` must not end the transaction itself. If it runs COMMIT or ROLLBACK, what it did up to then stays
-    ///   committed or rolled back, statements after it ran outside any transaction, and `transaction` throws
-    ///   ``DatabaseError/transactionMisuse`` when the body returns (or rethrows the body's own error).
+    /// - `body` must not end the transaction itself. If it runs COMMIT or ROLLBACK (or RELEASE of the savepoint
+    ///   that began it), what it did up to then stays committed or rolled back, statements after it ran outside
+    ///   any transaction, and `transaction` throws ``DatabaseError/transactionMisuse``, whether the body returned
+    ///   or threw (the message then names the body's error): the caller must not take the body's error for a
+    ///   rollback that did not happen. When the engine itself rolled the transaction back after an error inside the
+    ///   body (`SQLITE_FULL`, `SQLITE_IOERR`, `SQLITE_BUSY`, …), that error is thrown as it is if the body rethrew
+    ///   it, and ``DatabaseError/transactionMisuse`` says what happened if the body caught it.
     /// - Transactions do not nest: calling `transaction` inside one throws ``DatabaseError/transactionMisuse``; use
     ///   ``savepoint(_:_:)`` for a nested unit that can roll back alone.
+    /// - `body` must not close the connection: ``close()`` inside it is refused, and `transaction` rolls back and
+    ///   throws ``DatabaseError/callbackMisuse``.
     ///
     /// - Parameters:
     ///   - kind: Immediate by default, so a write transaction never fails half-way for lack of the write lock.
@@ -43,22 +49,43 @@ extension Connection {
         if kind != .deferred && isInsideTransaction { throw Self.nestedTransactionError() }
         do {
             try runTransactionStatement(TransactionStatement(begin: kind))
+        } catch let error as DatabaseError where error.kind == .callbackMisuse {
+            // A callback refused inside BEGIN (a trace handler that closed the connection): BEGIN itself ran.
+            rollbackIfActive()
+            throw error
         } catch {
             if kind == .deferred && isInsideTransaction { throw Self.nestedTransactionError() }
             throw error
         }
+        // The body may not replace the handle (a reopen inside it is refused): `handle` is the same throughout.
+        let engineRollbacks = handle.engineRollbackCount
+        let outerClosure = beginLentClosure(.transactionBody)
+        handle.openTransactionScopeCount += 1
         let result: T
         do {
+            defer {
+                endLentClosure(outerClosure)
+                handle.openTransactionScopeCount -= 1
+            }
             result = try body()
         } catch {
+            if handle.hasPendingMisuse, let misuse = handle.takePendingMisuse() {
+                rollbackIfActive()
+                throw misuse
+            }
+            if !isInsideTransaction && handle.engineRollbackCount == engineRollbacks {
+                throw Self.endedByBody(.transaction, bodyError: error)
+            }
             rollbackIfActive()
             throw error
         }
+        if handle.hasPendingMisuse, let misuse = handle.takePendingMisuse() {
+            // close() inside the body, refused.
+            rollbackIfActive()
+            throw misuse
+        }
         guard isInsideTransaction else {
-            throw DatabaseError(
-                .transactionMisuse,
-                "the transaction was ended by its own body (COMMIT or ROLLBACK inside transaction {});"
-                    + " statements after it ran outside the transaction")
+            throw Self.endedByBody(.transaction, engineRolledBack: handle.engineRollbackCount != engineRollbacks)
         }
         do {
             try runTransactionStatement(.commit)
@@ -84,29 +111,82 @@ extension Connection {
     /// }
     /// ```
     ///
+    /// `body` must not end the savepoint itself (COMMIT, ROLLBACK, END, or RELEASE of this savepoint or one around
+    /// it; `ROLLBACK TO` keeps it and is fine). If it does, `savepoint` throws ``DatabaseError/transactionMisuse``,
+    /// whether the body returned or threw (the message then names the body's error), and leaves the database in this
+    /// state:
+    /// - what the body committed (a COMMIT, or a RELEASE of the outermost savepoint) stays committed, and what it ran
+    ///   after that outside any transaction stays too: nothing can undo it;
+    /// - what the body rolled back stays rolled back;
+    /// - a transaction still open is rolled back when this savepoint began it (a transaction the body began after
+    ///   ending the savepoint); otherwise it belongs to the caller's enclosing transaction or savepoint, which the
+    ///   error makes roll back (``transaction(_:_:)`` does).
+    ///
+    /// `body` must not close the connection: ``close()`` inside it is refused, and `savepoint` rolls back to the
+    /// savepoint and throws ``DatabaseError/callbackMisuse``.
+    ///
     /// - Parameters:
-    ///   - name: The savepoint's name (any text; it is quoted); a unique name by default.
+    ///   - name: The savepoint's name (any text; it is quoted); a unique name by default. Give a name of your own
+    ///     only when it is unique among the savepoints open: the detection above finds the savepoint by name.
     ///   - body: The work.
-    /// - Throws: `body`'s error after rolling back to the savepoint, or the SAVEPOINT / RELEASE error.
+    /// - Throws: `body`'s error after rolling back to the savepoint, the SAVEPOINT / RELEASE error, or
+    ///   ``DatabaseError/transactionMisuse``.
     ///
     /// See [SAVEPOINT](https://www.sqlite.org/lang_savepoint.html).
     public func savepoint<T>(_ name: String? = nil, _ body: () throws -> T) throws -> T {
         savepointCount += 1
         let quotedName = Self.quoteIdentifier(name ?? "sqlcipherkit_savepoint_\(savepointCount)")
-        try execute("SAVEPOINT \(quotedName)")
+        let beginsTransaction = !isInsideTransaction
+        do {
+            try execute("SAVEPOINT \(quotedName)")
+        } catch let error as DatabaseError where error.kind == .callbackMisuse {
+            // A callback refused inside SAVEPOINT (a trace handler that closed the connection): the savepoint is open.
+            try? execute("RELEASE SAVEPOINT \(quotedName)")
+            throw error
+        }
+        let engineRollbacks = handle.engineRollbackCount
+        let outerClosure = beginLentClosure(.savepointBody)
+        handle.openTransactionScopeCount += 1
         let result: T
         do {
-            result = try body()
-        } catch {
-            // ROLLBACK TO keeps the savepoint open; RELEASE closes it (and the transaction it may have started).
-            if isInsideTransaction {
-                try? execute("ROLLBACK TO SAVEPOINT \(quotedName)")
-                try? execute("RELEASE SAVEPOINT \(quotedName)")
+            defer {
+                endLentClosure(outerClosure)
+                handle.openTransactionScopeCount -= 1
             }
+            result = try body()
+            if handle.hasPendingMisuse, let misuse = handle.takePendingMisuse() { throw misuse }
+        } catch {
+            if let misuse = handle.takePendingMisuse() {
+                // close() inside the body, refused: roll back to the savepoint as for any error of the body.
+                if isInsideTransaction {
+                    try? execute("ROLLBACK TO SAVEPOINT \(quotedName)")
+                    try? execute("RELEASE SAVEPOINT \(quotedName)")
+                }
+                throw misuse
+            }
+            guard isInsideTransaction else {
+                // The engine rolled back by itself (the body rethrows its error), or the body ended the savepoint.
+                if handle.engineRollbackCount != engineRollbacks { throw error }
+                throw Self.endedByBody(.savepoint, bodyError: error)
+            }
+            // ROLLBACK TO keeps the savepoint open; RELEASE closes it (and the transaction it may have started).
+            do {
+                try execute("ROLLBACK TO SAVEPOINT \(quotedName)")
+            } catch let rollbackError as DatabaseError where Self.isNoSuchSavepoint(rollbackError) {
+                if beginsTransaction { rollbackIfActive() }
+                throw Self.endedByBody(.savepoint, bodyError: error)
+            } catch {}
+            try? execute("RELEASE SAVEPOINT \(quotedName)")
             throw error
+        }
+        guard isInsideTransaction else {
+            throw Self.endedByBody(.savepoint, engineRolledBack: handle.engineRollbackCount != engineRollbacks)
         }
         do {
             try execute("RELEASE SAVEPOINT \(quotedName)")
+        } catch let releaseError as DatabaseError where Self.isNoSuchSavepoint(releaseError) {
+            if beginsTransaction { rollbackIfActive() }
+            throw Self.endedByBody(.savepoint)
         } catch {
             if isInsideTransaction {
                 try? execute("ROLLBACK TO SAVEPOINT \(quotedName)")
@@ -115,6 +195,38 @@ extension Connection {
             throw error
         }
         return result
+    }
+
+    /// Whether `error` is SQLite's answer to ROLLBACK TO or RELEASE of a savepoint that is not open.
+    private static func isNoSuchSavepoint(_ error: DatabaseError) -> Bool {
+        error.kind == .sqlite && error.resultCode == DatabaseError.SQLITE_ERROR
+            && error.reason.hasPrefix("no such savepoint")
+    }
+
+    /// What ``transaction(_:_:)`` and ``savepoint(_:_:)`` call the scope they opened.
+    private enum TransactionScope: String {
+        case transaction, savepoint
+    }
+
+    /// The error of a transaction or savepoint that its body ended (or the engine rolled back, after an error the
+    /// body caught).
+    private static func endedByBody(
+        _ scope: TransactionScope, bodyError: (any Error)? = nil, engineRolledBack: Bool = false
+    ) -> DatabaseError {
+        if engineRolledBack {
+            return DatabaseError(
+                .transactionMisuse,
+                "the engine rolled the \(scope.rawValue) back after an error inside \(scope.rawValue) {} (such as"
+                    + " SQLITE_FULL, SQLITE_IOERR or SQLITE_BUSY) that the body caught and did not rethrow; nothing of it"
+                    + " was committed, and statements after it ran outside any transaction")
+        }
+        let ending = scope == .transaction ? "COMMIT or ROLLBACK" : "COMMIT, ROLLBACK or RELEASE"
+        var reason = "the \(scope.rawValue) was ended by its own body (\(ending) inside \(scope.rawValue) {});"
+            + " what it committed stays committed, and statements after it ran outside the \(scope.rawValue)"
+        if let bodyError {
+            reason += "; the body then threw: \(bodyError)"
+        }
+        return DatabaseError(.transactionMisuse, reason)
     }
 
     /// Starts a transaction; pair it with ``commit()`` or ``rollback()``. Prefer ``transaction(_:_:)``.
@@ -154,11 +266,13 @@ extension Connection {
     /// inside the step that empties the statement cache (a hook or trace handler setting an authorizer) leaves the
     /// running statement alive until the step is over (see `StatementCache.removeAll()`).
     private func runTransactionStatement(_ which: TransactionStatement) throws {
-        if handle.isOpen, let statement = statementCache.transactionStatementPointers[which.rawValue] {
+        if handle.isUsable, let statement = statementCache.transactionStatementPointers[which.rawValue] {
             statementCache.runningTransactionStatementCount += 1
             var code: CInt
             repeat { code = sqlite3_step(statement) } while code == SQLITE_ROW
-            if code != SQLITE_DONE { throw transactionStatementFailed(statement, which, code: code) }
+            if code != SQLITE_DONE || handle.hasPendingMisuse {
+                throw transactionStatementFailed(statement, which, code: code)
+            }
             sqlite3_reset(statement)
             statementCache.endTransactionStatementRun()
             return
@@ -173,8 +287,9 @@ extension Connection {
     private func transactionStatementFailed(
         _ statement: OpaquePointer, _ which: TransactionStatement, code: CInt
     ) -> DatabaseError {
-        let error = EncryptionGuard.error(
-            code: code, connection: handle.sqliteConnection, sql: which.sql, state: handle.guardState)
+        let error = code == SQLITE_DONE
+            ? handle.takePendingMisuse() ?? DatabaseError.closed(sql: which.sql)  // a hook refused: see `recordMisuse`
+            : EncryptionGuard.error(code: code, sql: which.sql, handle: handle)
         sqlite3_reset(statement)
         statementCache.endTransactionStatementRun()
         return error

@@ -73,6 +73,62 @@ public final class Connection {
     /// the connection reopens (after a rekey). Keyed, so registering the same name again replaces the entry.
     var registrations: [(key: String, apply: (Connection) throws -> Void)] = []
 
+    /// The innermost closure of the caller's that the library runs now with the connection lent to it (the body of a
+    /// transaction or savepoint, a writer's closure), and how many run (nested): ``close()``, a rekey or a reopen
+    /// is refused meanwhile, as inside the engine's callbacks (``ConnectionHandle/lend(to:_:)``). Kept here rather
+    /// than on the handle: a transaction sets them without holding on to the handle across its body.
+    @exclusivity(unchecked)
+    private(set) var lentClosure: LentConnectionUse?
+    @exclusivity(unchecked)
+    private(set) var lentClosureDepth = 0
+
+    /// Starts a closure of the caller's that the library runs with the connection lent to it; returns what
+    /// ``endLentClosure(_:)`` restores.
+    @inline(__always)
+    func beginLentClosure(_ use: LentConnectionUse) -> LentConnectionUse? {
+        let outer = lentClosure
+        lentClosure = use
+        lentClosureDepth += 1
+        return outer
+    }
+
+    /// Ends what ``beginLentClosure(_:)`` started.
+    @inline(__always)
+    func endLentClosure(_ outer: LentConnectionUse?) {
+        lentClosure = outer
+        lentClosureDepth -= 1
+    }
+
+    /// Runs `body`, a closure of the caller's, with the connection lent to it (see ``lentClosure``): a refusal inside
+    /// it that no call of the closure has thrown yet is thrown when it returns (or instead of its error: the refusal
+    /// is the cause).
+    func runLent<T>(_ use: LentConnectionUse, _ body: () throws -> T) throws -> T {
+        let outer = beginLentClosure(use)
+        let result: T
+        do {
+            defer { endLentClosure(outer) }
+            result = try body()
+        } catch {
+            if let misuse = handle.takePendingMisuse() { throw misuse }
+            throw error
+        }
+        if let misuse = handle.takePendingMisuse() { throw misuse }
+        return result
+    }
+
+    /// Whether the caller's code runs now with the connection lent to it (a callback of the engine's, or a closure
+    /// of the library's): the connection must not close or reopen.
+    var isLent: Bool { handle.lentDepth > 0 || lentClosureDepth > 0 }
+
+    /// The refusal of `what` while the connection is lent (``isLent``), kept for the call that lent it.
+    func refusal(of what: String) -> DatabaseError {
+        handle.refusal(of: what, inside: handle.lentTo ?? lentClosure)
+    }
+
+    /// The boxes of the hooks installed on the current handle (see `HookBox`), by registration key: SQLite keeps only
+    /// their address.
+    var callbackBoxes: [String: AnyObject] = [:]
+
     /// Applies a registration now and keeps it for reopened handles.
     func register(_ key: String, _ apply: @escaping (Connection) throws -> Void) throws {
         try apply(self)
@@ -140,6 +196,8 @@ public final class Connection {
     /// open) opens its writer again: replacing an open handle without closing it left its `sqlite3` connection open,
     /// and counted as another connection of the process, which refused every later rekey.
     func open(encryption: Encryption) throws {
+        // A callback or closure of the caller's running now uses the handle this would close.
+        if isLent { throw refusal(of: "reopening the connection") }
         if handle.isOpen { close() }
         try verifyKeyBeforeWriting(encryption: encryption)
         var createdFile = false
@@ -259,7 +317,18 @@ public final class Connection {
     /// ``DatabaseError/connectionClosed``). Calling it again does nothing.
     ///
     /// An open transaction is rolled back by SQLite.
+    ///
+    /// Called from inside one of the connection's callbacks (an SQL function, a collation, the authorizer, a trace,
+    /// progress or busy handler, a commit, rollback or update hook) or closures (the body of ``transaction(_:_:)`` or
+    /// ``savepoint(_:_:)``, a ``DatabaseWriter``'s closure), while the library or the engine is in the middle of
+    /// using the connection, it does not close: the call that ran the callback or closure throws
+    /// ``DatabaseError/callbackMisuse`` when it gets control back, and the connection stays open and usable. (Closing
+    /// there finalized what the engine was running: the process died with signal 11.)
     public func close() {
+        if isLent {
+            _ = refusal(of: "close()")
+            return
+        }
         statementCache.removeAll()
         handle.close()
     }
@@ -277,9 +346,13 @@ public final class Connection {
         close()
     }
 
+    /// The raw connection, for a call into the engine: throws ``DatabaseError/connectionClosed`` once closed, and
+    /// ``DatabaseError/callbackMisuse`` inside a callback that must not use the connection.
     @usableFromInline
     func checkedConnection(sql: String? = nil) throws(DatabaseError) -> OpaquePointer {
-        guard let sqliteConnection = handle.sqliteConnection else { throw DatabaseError.closed(sql: sql) }
+        guard handle.isUsable, let sqliteConnection = handle.sqliteConnection else {
+            throw handle.unusableError(sql: sql)
+        }
         return sqliteConnection
     }
 
@@ -386,9 +459,8 @@ public final class Connection {
     /// - Throws: The first statement's error, naming that statement's SQL; the statements before it stay executed
     ///   (wrap the call in ``transaction(_:_:)`` to make it all-or-nothing).
     public func execute(_ sql: String) throws {
-        let sqliteConnection = try checkedConnection(sql: sql)
+        _ = try checkedConnection(sql: sql)
         let handle = handle
-        let guardState = handle.guardState
         let compiler = StatementCompiler(handle: handle)
         try compiler.forEachStatement(in: sql) { compiled, text in
             let statement = compiled.sqliteStatement
@@ -399,11 +471,14 @@ public final class Connection {
                 let stepCode = !attachFileNames.isEmpty
                     ? try EncryptionGuard.step(attachingStatement: statement, fileNames: attachFileNames, handle: handle)
                     : sqlite3_step(statement)
+                if handle.hasPendingMisuse && (stepCode == SQLITE_DONE || stepCode == SQLITE_ROW) {
+                    // A callback of the caller's was refused during the step: this call is the one that ran it.
+                    throw handle.misuseAfterStep(statement)
+                }
                 if stepCode == SQLITE_DONE { break }
                 if stepCode != SQLITE_ROW {
                     // The failing statement's text only: built on errors, not for every statement.
-                    throw EncryptionGuard.error(
-                        code: stepCode, connection: sqliteConnection, sql: text(), state: guardState)
+                    throw EncryptionGuard.error(code: stepCode, sql: text(), handle: handle)
                 }
             }
         }
@@ -424,7 +499,8 @@ public final class Connection {
 
     // MARK: - Querying
 
-    /// A cursor over the rows of one statement (from the statement cache): rows are read in place, not copied.
+    /// A cursor over the rows of one statement (from the statement cache): rows are read in place, not copied, and
+    /// each is valid until the cursor moves on (read later, it throws ``DatabaseError/rowMisuse``).
     @inlinable
     public func cursor<each Value: DatabaseValueConvertible>(
         _ sql: String, _ values: repeat each Value
@@ -466,6 +542,9 @@ public final class Connection {
     }
 
     /// The first row, transformed, or `nil` when there is no row.
+    ///
+    /// The ``Row`` passed to `transform` reads the statement's current row in place and is valid only during the
+    /// call: a row kept past it throws ``DatabaseError/rowMisuse`` when read (return ``Row/copy()`` to keep one).
     @inlinable
     public func first<each Value: DatabaseValueConvertible, T>(
         _ sql: String, _ values: repeat each Value, map transform: (Row) throws -> T
@@ -487,6 +566,9 @@ public final class Connection {
     }
 
     /// Every row, transformed.
+    ///
+    /// The ``Row`` passed to `transform` reads the statement's current row in place and is valid only during the
+    /// call: a row kept past it throws ``DatabaseError/rowMisuse`` when read (return ``Row/copy()`` to keep one).
     @inlinable
     public func all<each Value: DatabaseValueConvertible, T>(
         _ sql: String, _ values: repeat each Value, map transform: (Row) throws -> T
@@ -759,7 +841,7 @@ extension RowCursor {
     public func close() {
         if !isDone {
             finish()
-            if ownsStatement && statement.handle.isOpen { sqlite3_reset(statement.sqliteStatement) }
+            if ownsStatement && statement.handle.isOpen { statement.resetNow() }
         }
     }
 }

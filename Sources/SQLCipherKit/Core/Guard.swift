@@ -164,14 +164,27 @@ enum EncryptionGuard {
             actionCode: action, argument1: argument1.map { String(cString: $0) },
             argument2: argument2.map { String(cString: $0) }, databaseName: argument3.map { String(cString: $0) },
             triggerOrView: argument4.map { String(cString: $0) })
-        return box.authorize(request).code
+        let decision = box.handle.lend(to: .authorizer) { box.authorize(request) }
+        // A refusal inside it fails the compile, whose error is then that refusal.
+        return box.handle.hasPendingMisuse ? SQLITE_DENY : decision.code
     }
 
     // MARK: - Errors
 
-    /// The error for a failed prepare or step: an `SQLITE_AUTH` the guard caused names the refused PRAGMA, and
-    /// leaves out SQL that may hold a key.
-    static func error(code: CInt, connection: OpaquePointer?, sql: String?, state: GuardState) -> DatabaseError {
+    /// The error for a failed prepare or step: a refusal of a callback of the caller's during it (see
+    /// ``ConnectionHandle/recordMisuse(_:)``) is the cause; an `SQLITE_AUTH` the guard caused names the refused PRAGMA,
+    /// and leaves out SQL that may hold a key.
+    static func error(code: CInt, sql: String?, handle: ConnectionHandle) -> DatabaseError {
+        if handle.hasPendingMisuse, let misuse = handle.takePendingMisuse() {
+            handle.guardState.lastRefusal = nil
+            return misuse
+        }
+        let connection = handle.sqliteConnection
+        if handle.openTransactionScopeCount > 0, let connection, sqlite3_get_autocommit(connection) != 0 {
+            // Inside transaction {} or savepoint {}, the engine rolled the transaction back after this error.
+            handle.engineRollbackCount += 1
+        }
+        let state = handle.guardState
         var error = DatabaseError.fromSQLite(code: code, connection: connection, sql: sql)
         if code & 0xFF == SQLITE_NOTADB, let plaintextFile = state.lastPlaintextAttachment {
             error = plaintextAttachmentError(file: plaintextFile, sql: sql, underlying: error)

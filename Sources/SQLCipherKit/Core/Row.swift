@@ -8,23 +8,19 @@ import CSQLCipher
 /// let note: String? = try row["note"]      // NULL reads as nil only for an optional type
 /// ```
 ///
-/// A row comes either from a ``RowCursor`` (it then reads the statement's current row in place, without copying, and
-/// is valid until the cursor moves on; it keeps the cursor alive, so a row kept alone stays valid) or from
-/// ``Connection/query(_:_:)`` (it then holds its own copy of the values). A column that does not convert to the
-/// requested type throws ``DatabaseError/valueConversion`` naming the column and both types.
+/// A row comes either from a ``RowCursor``, ``Connection/first(_:_:map:)`` or ``Connection/all(_:_:map:)`` (it then
+/// reads the statement's current row in place, without copying, and is valid until the statement moves on: the
+/// cursor's next row, the end of the call) or from ``Connection/query(_:_:)`` and ``copy()`` (it then holds its own
+/// copy of the values, valid for good). Reading a row in place after its statement moved on (stepped, reset, ended,
+/// its connection closed) throws ``DatabaseError/rowMisuse`` (``DatabaseError/connectionClosed`` once the connection
+/// is closed) rather than reading another row. A column that does not convert to the requested type throws
+/// ``DatabaseError/valueConversion`` naming the column and both types.
+///
+/// ```swift
+/// let kept = try db.all("SELECT id, body FROM note") { row in try row.copy() }   // copies stay valid
+/// ```
 public struct Row {
-    @usableFromInline
-    enum Storage {
-        // The cursor, not just its statement: releasing the cursor resets the statement under the row.
-        case cursor(RowCursor)
-        /// A row read in place by a call that steps the statement itself and is done with it when it returns
-        /// (``Connection/first(_:_:map:)``, ``Connection/scalar(_:_:as:)``, ``Connection/all(_:_:map:)``): no
-        /// cursor object per call.
-        case statement(Statement)
-        case values(CopiedValues)
-    }
-
-    /// A copied row's values and statement, in one reference so that `Storage` is a single pointer.
+    /// A copied row's values and statement, in one reference so that ``owner`` is a single pointer.
     @usableFromInline
     final class CopiedValues {
         @usableFromInline let values: [DatabaseValue]
@@ -36,16 +32,26 @@ public struct Row {
         }
     }
 
+    /// What keeps the row's statement alive, and with it the row: the ``RowCursor`` (releasing it resets the
+    /// statement under the row), the ``Statement`` itself for a row read in place by a call that steps it (no cursor
+    /// object per call: ``Connection/first(_:_:map:)``, ``Connection/scalar(_:_:as:)``, ``Connection/all(_:_:map:)``),
+    /// or the ``CopiedValues`` of a copied row (``sqliteStatement`` is `nil` then). One reference of no particular
+    /// class rather than an enum of the three: releasing it is one call, which the compiler keeps inline (an enum
+    /// in a five-word row was destroyed through an outlined value witness, about 26 instructions per record built
+    /// by `init(row:)`).
     @usableFromInline
-    let storage: Storage
+    let owner: AnyObject
 
-    @usableFromInline
-    let columnCount: Int
-
-    /// The statement's raw pointer for rows read in place, `nil` for copied rows: reading a column through it
-    /// avoids retaining and releasing the statement on every column (8% of the fetch benchmark).
-    @usableFromInline
-    let sqliteStatement: OpaquePointer?
+    /// The number of columns: the statement's when it was compiled for a row read in place, the values' for a copied
+    /// row. Not stored, so that the row stays four words (a fifth made every row a record's `init(row:)` took go
+    /// through Row's outlined value witnesses: about 20 instructions per record).
+    @inlinable
+    var columnCount: Int {
+        if sqliteStatement != nil {
+            return unmanagedStatement._withUnsafeGuaranteedRef { $0.resultColumnCount }
+        }
+        return unsafeDowncast(owner, to: CopiedValues.self).values.count
+    }
 
     /// The statement the row comes from, unretained: the row keeps it alive through its cursor or its copied
     /// values. Calling it through `_withUnsafeGuaranteedRef` costs no retain and release, where an `unowned(unsafe)`
@@ -54,26 +60,41 @@ public struct Row {
     @usableFromInline
     let unmanagedStatement: Unmanaged<Statement>
 
-    /// The connection's handle, checked before reading through ``sqliteStatement``: once the connection closes, the
-    /// statement is finalized.
+    /// For a row read in place, the statement's ``Statement/rowStamp`` when this row was its current row: reading
+    /// is refused once the statement moved on (closing the connection changes the stamp too). 0 for a copied row (a
+    /// statement's stamp is at least 1 once it has stepped). One comparison per column read, where the check that
+    /// the connection is open was; and the row stays four words (a fifth made every row returned and released go
+    /// through value witnesses: about 60 instructions per row of the fetch benchmark).
+    @usableFromInline
+    var stamp: UInt
+
+    /// The statement's raw pointer for rows read in place, `nil` for copied rows: reading a column through it
+    /// avoids retaining and releasing the statement on every column (8% of the fetch benchmark).
+    @usableFromInline
+    let sqliteStatement: OpaquePointer?
+
+    /// The connection's handle.
     @inlinable
     var handle: ConnectionHandle { unmanagedStatement._withUnsafeGuaranteedRef { $0.handle } }
 
-    @usableFromInline
+    @inlinable
+    @inline(__always)
     init(cursor: RowCursor) {
-        storage = .cursor(cursor)
-        self.columnCount = cursor.columnCount
+        owner = cursor
         self.sqliteStatement = cursor.statement.sqliteStatement
         self.unmanagedStatement = Unmanaged.passUnretained(cursor.statement)
+        self.stamp = cursor.statement.rowStamp
     }
 
-    /// The statement's current row, read in place (see ``Storage/statement(_:)``).
-    @usableFromInline
+    /// The statement's current row, read in place (see ``owner``). Made before the first step: the
+    /// caller sets ``stamp`` after each step.
+    @inlinable
+    @inline(__always)
     init(inPlace statement: Statement) {
-        storage = .statement(statement)
-        self.columnCount = statement.columnCount
+        owner = statement
         self.sqliteStatement = statement.sqliteStatement
         self.unmanagedStatement = Unmanaged.passUnretained(statement)
+        self.stamp = statement.rowStamp
     }
 
     /// Copies the statement's current row.
@@ -82,14 +103,20 @@ public struct Row {
             DatabaseValue(sqliteStatement: statement.sqliteStatement, column: $0)
         }
         statement.rememberColumnNames()
-        storage = .values(CopiedValues(values: values, statement: statement))
-        self.columnCount = columnCount
+        owner = CopiedValues(values: values, statement: statement)
         self.sqliteStatement = nil
         self.unmanagedStatement = Unmanaged.passUnretained(statement)
+        self.stamp = 0
     }
 
     @inlinable
     var statement: Statement { unmanagedStatement.takeUnretainedValue() }
+
+    /// The values of a copied row (``sqliteStatement`` is `nil`), `nil` for a row read in place.
+    @usableFromInline
+    var copied: CopiedValues? {
+        sqliteStatement == nil ? unsafeDowncast(owner, to: CopiedValues.self) : nil
+    }
 
     /// The number of columns.
     public var count: Int { columnCount }
@@ -119,15 +146,18 @@ public struct Row {
     @inline(__always)
     public subscript<Value: DatabaseValueConvertible>(_ index: Int) -> Value {
         get throws {
-            guard index >= 0 && index < columnCount else { throw indexError(index) }
             let decoded: Value?
             if let sqliteStatement {
-                guard handle.isOpen else { throw DatabaseError.closed(sql: statement.sql) }
+                let statement = unmanagedStatement
+                guard index >= 0 && index < statement._withUnsafeGuaranteedRef({ $0.resultColumnCount }) else {
+                    throw indexError(index)
+                }
+                guard stamp == statement._withUnsafeGuaranteedRef({ $0.rowStamp }) else { throw notCurrentError() }
                 decoded = Value.decode(from: DatabaseColumn(sqliteStatement, CInt(index)))
-            } else if case .values(let copied) = storage {
-                decoded = Value.fromDatabaseValue(copied.values[index])
             } else {
-                decoded = nil
+                let values = unsafeDowncast(owner, to: CopiedValues.self).values
+                guard index >= 0 && index < values.count else { throw indexError(index) }
+                decoded = Value.fromDatabaseValue(values[index])
             }
             guard let decoded else { throw conversionError(index, to: Value.self) }
             return decoded
@@ -153,6 +183,26 @@ public struct Row {
         }
     }
 
+    /// Whether a row read in place still stands on its statement's current row.
+    @inlinable
+    @inline(__always)
+    var isCurrent: Bool {
+        stamp == unmanagedStatement._withUnsafeGuaranteedRef { $0.rowStamp }
+    }
+
+    /// The error for reading a row read in place that is no longer current (``isCurrent``).
+    @usableFromInline
+    func notCurrentError() -> DatabaseError {
+        let statement = statement
+        guard statement.handle.isOpen else { return DatabaseError.closed(sql: statement.sql) }
+        return DatabaseError(
+            .rowMisuse,
+            "the row was read after its statement moved on (to the next row, or reset when the call that handed it"
+                + " over returned): a row read in place is valid only until then; copy it to keep it (Row.copy(),"
+                + " Connection.query)",
+            sql: statement.sql)
+    }
+
     @usableFromInline
     func nameError(_ name: String) -> DatabaseError {
         DatabaseError.outOfRange("no column named `\(name)` in the row", sql: statement.sql)
@@ -165,12 +215,13 @@ public struct Row {
 
     /// All values, in column order.
     ///
-    /// - Throws: ``DatabaseError/connectionClosed`` for a cursor row whose connection has closed.
+    /// - Throws: ``DatabaseError/rowMisuse`` for a row read in place after its statement moved on;
+    ///   ``DatabaseError/connectionClosed`` once its connection has closed.
     public var databaseValues: [DatabaseValue] {
         get throws {
-            if case .values(let copied) = storage { return copied.values }
+            if let copied { return copied.values }
             let statement = statement
-            guard handle.isOpen else { throw DatabaseError.closed(sql: statement.sql) }
+            guard isCurrent else { throw notCurrentError() }
             return (0..<CInt(columnCount)).map {
                 DatabaseValue(sqliteStatement: statement.sqliteStatement, column: $0)
             }
@@ -179,10 +230,11 @@ public struct Row {
 
     /// A copy that stays valid after the cursor moves on.
     ///
-    /// - Throws: ``DatabaseError/connectionClosed`` for a cursor row whose connection has closed.
+    /// - Throws: ``DatabaseError/rowMisuse`` for a row read in place after its statement moved on;
+    ///   ``DatabaseError/connectionClosed`` once its connection has closed.
     public func copy() throws -> Row {
-        if case .values = storage { return self }
-        guard handle.isOpen else { throw DatabaseError.closed(sql: statement.sql) }
+        if sqliteStatement == nil { return self }
+        guard isCurrent else { throw notCurrentError() }
         return Row(copying: statement, columnCount: columnCount)
     }
 
@@ -193,7 +245,7 @@ public struct Row {
 
     @usableFromInline
     func conversionError(_ index: Int, to type: Any.Type) -> DatabaseError {
-        let stored: DatabaseValue = if case .values(let copied) = storage {
+        let stored: DatabaseValue = if let copied {
             copied.values[index]
         } else {
             DatabaseValue(sqliteStatement: statement.sqliteStatement, column: CInt(index))
@@ -214,7 +266,7 @@ extension Row: CustomStringConvertible {
     /// Column names and storage classes; values are not shown (they may be confidential).
     public var description: String {
         let names = statement.columnNames
-        guard let values = try? databaseValues else { return "[row of a closed connection]" }
+        guard let values = try? databaseValues else { return "[row no longer current]" }
         return "[" + (0..<columnCount).map { "\(names[$0]): \(values[$0].storageClassName)" }
             .joined(separator: ", ") + "]"
     }
@@ -229,7 +281,8 @@ extension Row: CustomStringConvertible {
 /// }
 /// ```
 ///
-/// The ``Row`` returned by ``next()`` reads the statement's current row and is valid until the next call. The cursor
+/// The ``Row`` returned by ``next()`` reads the statement's current row and is valid until the next call (reading it
+/// later throws ``DatabaseError/rowMisuse``; ``Row/copy()`` keeps it). The cursor
 /// resets its statement when it is exhausted, when an error occurs, and when it is released early, so no read
 /// transaction is left open behind the caller's back. A new cursor over the same statement, or a run of it, ends
 /// this one: it then returns no more rows and no longer resets the statement. While a cursor is open, the

@@ -37,6 +37,10 @@ public final class Statement {
     /// The number of parameters (the largest parameter index).
     public let parameterCount: Int
 
+    /// The number of result columns when the statement was compiled: the count a ``Row`` read in place has.
+    @usableFromInline
+    let resultColumnCount: Int
+
     @exclusivity(unchecked)
     private var columnIndexByName: [String: Int]?
 
@@ -111,12 +115,25 @@ public final class Statement {
     @exclusivity(unchecked)
     var needsReset = false
 
+    /// Identifies the row the statement stands on: changed by every step and reset, and when the connection closes.
+    /// A ``Row`` read in place keeps the stamp of its row and refuses to read once the statement moved on.
+    // Read on every column a row reads, written on every step, from the statement's one thread.
+    @usableFromInline
+    @exclusivity(unchecked)
+    var rowStamp: UInt = 0
+
+    /// Ends the rows handed out so far (the connection is closing, and the statement with it).
+    func invalidateRows() {
+        rowStamp &+= 1
+    }
+
     /// Resets the statement in the engine and notes it (``needsReset``); the connection must be open.
     @inlinable
     @inline(__always)
     func resetNow() {
         sqlite3_reset(sqliteStatement)
         needsReset = false
+        rowStamp &+= 1
     }
 
     /// Compiles exactly one statement. Throws for an empty SQL string or one with a second statement after the first.
@@ -143,16 +160,17 @@ public final class Statement {
 
     /// Adopts a statement the ``StatementCompiler`` compiled; `sql` is its text.
     init(handle: ConnectionHandle, compiled: CompiledStatement, sql: String) {
-        handle.adopt(compiled.sqliteStatement)
         self.sqliteStatement = compiled.sqliteStatement
         self.handle = handle
         self.sql = sql
         self.parameterCount = Int(sqlite3_bind_parameter_count(compiled.sqliteStatement))
+        self.resultColumnCount = Int(sqlite3_column_count(compiled.sqliteStatement))
         // The guard notes the ATTACH actions it sees compiled: this statement attaches a database.
         self.attachFileNames = compiled.attachFileNames
         self.attachesDatabase = !compiled.attachFileNames.isEmpty
         self.attachFileParameter = compiled.attachFileNames == [nil]
             ? EncryptionGuard.attachFileParameter(of: compiled.sqliteStatement) : nil
+        handle.adopt(self)
     }
 
     deinit {
@@ -166,14 +184,16 @@ public final class Statement {
         }
     }
 
+    /// Throws unless the library may call into the engine with the statement now: its connection is open, and no
+    /// callback that must not use the connection is running (``DatabaseError/callbackMisuse``).
     @inlinable
     func checkOpen() throws(DatabaseError) {
-        if !handle.isOpen { throw DatabaseError.closed(sql: sql) }
+        if !handle.isUsable { throw handle.unusableError(sql: sql) }
     }
 
     @usableFromInline
     func error(code: CInt) -> DatabaseError {
-        EncryptionGuard.error(code: code, connection: handle.sqliteConnection, sql: sql, state: handle.guardState)
+        EncryptionGuard.error(code: code, sql: sql, handle: handle)
     }
 
     // MARK: - Columns
@@ -436,13 +456,18 @@ public final class Statement {
     public func step() throws -> Bool {
         try checkOpen()
         needsReset = true
+        rowStamp &+= 1
         if attachesDatabase {
             return try stepAttachingDatabase()
         }
         switch sqlite3_step(sqliteStatement) {
         case SQLITE_ROW:
+            // A callback of the caller's refused during the step (a close() inside a collation, say): this call is
+            // the one that ran it.
+            if handle.hasPendingMisuse { throw handle.misuseAfterStep(sqliteStatement) }
             return true
         case SQLITE_DONE:
+            if handle.hasPendingMisuse { throw handle.misuseAfterStep(sqliteStatement) }
             return false
         case let code:
             let error = error(code: code)
@@ -462,6 +487,9 @@ public final class Statement {
         } catch {
             sqlite3_reset(sqliteStatement)
             throw error
+        }
+        if handle.hasPendingMisuse && (code == SQLITE_ROW || code == SQLITE_DONE) {
+            throw handle.misuseAfterStep(sqliteStatement)
         }
         switch code {
         case SQLITE_ROW:
@@ -483,6 +511,8 @@ public final class Statement {
     public func reset() throws {
         try checkOpen()
         resetNow()
+        // A trace event comes as a statement stopped half-way is reset: a refusal inside it is this call's.
+        if handle.hasPendingMisuse, let misuse = handle.takePendingMisuse() { throw misuse }
     }
 
     /// Binds the values and runs the statement to completion (for INSERT, UPDATE, DELETE, DDL).
@@ -573,14 +603,21 @@ public final class Statement {
         try bind(repeat each values)
         endCursors()
         let generation = cursorGeneration
-        defer {
-            if cursorGeneration == generation && handle.isOpen {
-                resetNow()
+        var row = Row(inPlace: self)
+        do {
+            while cursorGeneration == generation, try step() {
+                // The row is valid until the statement moves on: a copy `body` keeps refuses to read after that.
+                row.stamp = rowStamp
+                guard try body(row) else { break }
             }
+        } catch {
+            if cursorGeneration == generation && handle.isOpen { resetNow() }
+            throw error
         }
-        let row = Row(inPlace: self)
-        while cursorGeneration == generation, try step() {
-            guard try body(row) else { return }
+        if cursorGeneration == generation && handle.isOpen {
+            resetNow()
+            // A trace event comes as a statement stopped half-way (`first`) is reset: a refusal inside it is ours.
+            if handle.hasPendingMisuse, let misuse = handle.takePendingMisuse() { throw misuse }
         }
     }
 }

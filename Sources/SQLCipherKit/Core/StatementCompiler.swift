@@ -35,8 +35,8 @@ struct StatementCompiler {
     func compile(
         _ start: UnsafePointer<CChar>, tail: inout UnsafePointer<CChar>?, sql: String? = nil
     ) throws -> CompiledStatement? {
-        guard let sqliteConnection = handle.sqliteConnection else {
-            throw DatabaseError.closed(sql: sql ?? Self.text(from: start, to: nil))
+        guard handle.isUsable, let sqliteConnection = handle.sqliteConnection else {
+            throw handle.unusableError(sql: sql ?? Self.text(from: start, to: nil))
         }
         let guardState = guardState
         guardState.beginCompiling()
@@ -44,9 +44,7 @@ struct StatementCompiler {
         let code = sqlite3_prepare_v2(sqliteConnection, start, -1, &statement, &tail)
         let end = tail
         guard code == SQLITE_OK else {
-            throw EncryptionGuard.error(
-                code: code, connection: sqliteConnection, sql: sql ?? Self.text(from: start, to: end),
-                state: guardState)
+            throw EncryptionGuard.error(code: code, sql: sql ?? Self.text(from: start, to: end), handle: handle)
         }
         guard let statement else { return nil }
         do {

@@ -32,12 +32,16 @@ extension Connection {
     ///   current salt (rekey keeps the salt).
     /// - Returns: What was left to do after the rekey took (a WAL that could not yet be truncated).
     /// - Throws: ``DatabaseError/invalidState`` when a precondition fails (nothing was changed);
+    ///   ``DatabaseError/callbackMisuse`` when called from inside a callback or closure of this connection's (a SQL
+    ///   function, a hook, a writer's closure; nothing was changed);
     ///   ``DatabaseError/busy`` when another connection's lock stopped it, ``DatabaseError/diskFull`` when the disk
     ///   filled up, ``DatabaseError/verificationFailed`` when it did not take for another reason (in each case the
     ///   message says which key opens the file).
     @discardableResult
     public func rekey(to newKey: EncryptionKey) throws -> RekeyOutcome {
         let sqliteConnection = try checkedConnection()
+        // It closes and reopens the handle, which a callback or closure of the caller's running now is using.
+        if isLent { throw refusal(of: "rekey(to:)") }
         guard let oldKey = encryption.key else {
             throw Self.rekeyRefused(
                 "the database is not encrypted; rekey cannot encrypt it (SQLCipher ignores it)",
