@@ -1134,8 +1134,12 @@ def restore_outcome(ctx, state):
         [ctx.cli, "restore", "file://" + os.path.join(folder, "replica"), out, "--key-file",
          os.path.join(folder, "db.key")], capture_output=True, text=True, timeout=600)
     if result.returncode != 0:
-        if "no snapshot" in result.stderr.lower() or "empty" in result.stderr.lower() \
-                or "nothing to restore" in result.stderr.lower():
+        # Nothing restorable: no generation yet, or (format 2) a generation whose first snapshot never completed,
+        # which restore refuses rather than restoring something older. Either is a failure when replicate had
+        # already reported its first sync (checked by the caller).
+        said = result.stderr.lower()
+        if "no snapshot" in said or "empty" in said or "nothing to restore" in said \
+                or "has no complete snapshot" in said:
             return None
         return f"restore failed (exit {result.returncode}): {result.stderr.strip()[:300]}"
     connection = open_db(out, ctx.keys["db.key"], engine())
