@@ -31,8 +31,8 @@
 ///
 /// The type need not be `Decodable`. The macro reports an error for a class or an enum, a stored property whose type
 /// is not written out, a property wrapper, and a `CodingKeys` raw value that is not a plain string literal. A type
-/// that is both `Decodable` and `FetchableRecord` is fetched through `init(row:)`: 1.18–1.22× the raw C loop in
-/// instructions on 10 columns, where `init(from:)` costs 1.65–1.81× (Docs/Performance.md).
+/// that is both `Decodable` and `FetchableRecord` is fetched through `init(row:)`, which reads columns by index and
+/// skips the keyed container `init(from:)` goes through (figures in Docs/Performance.md).
 @attached(extension, conformances: FetchableRecord, names: named(init(row:)))
 public macro RowDecodable() = #externalMacro(module: "SQLCipherKitMacros", type: "RowDecodableMacro")
 #endif

@@ -13,8 +13,8 @@
 /// let notes = try db.fetchAll(Note.self, "SELECT id, body FROM note ORDER BY id")
 /// ```
 ///
-/// Decoding a `Decodable` type goes through the standard library's keyed container, which costs a few hundred
-/// instructions per property whatever the library does (see Docs/Codable.md); `init(row:)` reads the columns with
+/// Decoding a `Decodable` type goes through the standard library's keyed container, which costs far more per
+/// property than a read by index, whatever the library does (see Docs/Codable.md); `init(row:)` reads the columns with
 /// the same strict conversions (``DatabaseValueConvertible``) at the cost of reading them by index. A type that is
 /// both `Decodable` and `FetchableRecord` is fetched through `init(row:)`.
 ///
@@ -53,7 +53,7 @@ public final class RecordCursor<Record: FetchableRecord>: DatabaseCursor {
     @inlinable
     public func next() throws -> Record? {
         // The row is built only when there is one, and handed over without an Optional around it: a `Row?` returned
-        // and unwrapped went through Row's outlined value witnesses (about 26 instructions per record).
+        // and unwrapped went through Row's outlined value witnesses on every record.
         guard try rows.step() else { return nil }
         return try Record(row: Row(cursor: rows))
     }

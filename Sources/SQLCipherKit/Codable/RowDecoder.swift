@@ -146,7 +146,7 @@ final class RowDecodingContext {
         if let last = lastKeyedContainer, last.keyType == keyType {
             // The identifier check makes the unchecked downcast sound. The holder, generic over the container type,
             // copies the container out with the metadata it already has: copying it here would look up the generic
-            // metadata of `KeyedDecodingContainer<Key>` on every row (about 300 instructions).
+            // metadata of `KeyedDecodingContainer<Key>` on every row.
             return unsafeDowncast(last, to: KeyedContainerHolder<KeyedDecodingContainer<Key>>.self).get()
         }
         return otherKeyedContainer(keyedBy: Key.self)
@@ -427,7 +427,7 @@ private class KeyedContainerHolderBase {
 private final class KeyedContainerHolder<Container>: KeyedContainerHolderBase {
     // `KeyedDecodingContainer` is one reference to the standard library's box (checked where a holder is made); the
     // holder keeps it as `AnyObject` so that ``weakBox()`` can refer to the box itself.
-    // Unchecked: read on every row (the dynamic check cost about 75 instructions), never accessed concurrently.
+    // Unchecked: read on every row (the dynamic check is a runtime call each time), never accessed concurrently.
     @exclusivity(unchecked)
     private var box: AnyObject
 

@@ -355,7 +355,7 @@ final class AccessCoordinator: Sendable {
             }
             // Neither closed nor behind a barrier, so nobody waits for the work in flight to drain (close() and a
             // rekey raise their flag before they wait) and nothing is left to close: leaving is the count alone.
-            // Checked here rather than in `leave` on every read (its result array cost about 80 instructions).
+            // Checked here rather than in `leave` on every read (its result array was an allocation per read).
             assert(state.drainWaiters.isEmpty)
             state.inFlightCount -= 1
             return false
@@ -380,8 +380,7 @@ final class AccessCoordinator: Sendable {
     @inline(__always)
     func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         // A free reader, the usual case, is taken without calling an async function: each call of one allocates
-        // its frame on the task and may switch executors (about 500 instructions of a 10,000-instruction async
-        // read on SQLCipher 4.19, issue 23).
+        // its frame on the task and may switch executors.
         let reserved = try reserveRead(synchronous: false)
         let reader: SerializedConnection
         if case .admitted(.ready(let ready)) = reserved {
@@ -584,7 +583,7 @@ final class ReadTiming: Sendable {
     }
 
     /// The monotonic clock, read straight from `clock_gettime`: `DispatchTime.now()` converts through
-    /// `dispatch_time` on top of it (about 130 instructions of every async read for the two readings, issue 23).
+    /// `dispatch_time` on top of it, twice in every async read.
     @inline(__always)
     static func nowNanoseconds() -> Int {
         var time = timespec()

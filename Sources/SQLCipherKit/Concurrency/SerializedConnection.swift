@@ -64,8 +64,8 @@ final class SerializedConnection: @unchecked Sendable {
 /// or in place (``SerializedConnection/withExclusiveAccess(_:)``), kept in C thread-locals. A block of one pool may
 /// use another, whose block may then try the first again: every enclosing owner is refused, not only the innermost
 /// (the 32 outermost of a thread are kept: deeper nesting of distinct pools is not checked). Read on every read and
-/// write; the dispatch queue's specific plus a pthread key that did this before cost about 300 instructions of each
-/// pool read (issue 23).
+/// write; the dispatch queue's specific plus a pthread key that did this before were a visible share of each
+/// pool read.
 enum RunningOwner {
     /// Whether the current thread is running a block of `owner` (any of its connections), on a queue or in place,
     /// at any depth.

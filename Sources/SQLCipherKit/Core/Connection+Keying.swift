@@ -97,7 +97,7 @@ extension Connection {
         // connection read the file as it opened, and in WAL mode it holds a SHARED lock on it until it closes, so
         // this handle cannot checkpoint into the file as it closes, whatever its key; the WAL is a live one, not an
         // orphan, and this handle's own first read checks the key. The check would have opened a read-only
-        // connection to read page 1 once more (issue 23: three quarters of the cost of such an open).
+        // connection to read page 1 once more, most of the cost of such an open.
         if !hasJournal && OpenFiles.openCount(path: path) > 0 { return }
         // Decided before the check opens: its own connection would count as a holder.
         let check = ReadOnlyCheck(path: path)

@@ -44,7 +44,7 @@ extension Connection {
     ///   ``DatabaseError/transactionMisuse``.
     public func transaction<T>(_ kind: TransactionKind = .immediate, _ body: () throws -> T) throws -> T {
         // A deferred BEGIN inside a transaction fails without touching anything, so its nesting is looked for only
-        // when it fails (one call into the engine less on every pool read, issue 23). An immediate or exclusive
+        // when it fails (one call into the engine less on every pool read). An immediate or exclusive
         // BEGIN would take the write lock for the open transaction before it failed: checked first.
         if kind != .deferred && isInsideTransaction { throw Self.nestedTransactionError() }
         do {

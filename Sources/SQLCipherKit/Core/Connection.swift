@@ -33,7 +33,7 @@ import Darwin
 public final class Connection {
     /// Replaced when the connection reopens after a rekey; statements of the old handle then report it closed.
     // This and the statement cache are read on every statement; a connection is used from one thread at a time, so
-    // they go without dynamic exclusivity checks (calls into the runtime on every pool read, issue 23).
+    // they go without dynamic exclusivity checks (calls into the runtime on every pool read).
     @usableFromInline
     @exclusivity(unchecked)
     private(set) var handle: ConnectionHandle
@@ -698,7 +698,7 @@ struct StatementCache {
     final class Entry {
         @usableFromInline let statement: Statement
         // Written on every cache hit; a statement cache belongs to one connection, used by one thread at a time, so
-        // the dynamic exclusivity check (about 75 instructions per hit) guards nothing.
+        // the dynamic exclusivity check (a runtime call per hit) guards nothing.
         @usableFromInline @exclusivity(unchecked) var lastUse: UInt64
 
         init(statement: Statement, lastUse: UInt64) {
@@ -717,8 +717,8 @@ struct StatementCache {
         repeating: nil, count: TransactionStatement.allCases.count)
 
     /// The `sqlite3_stmt` of each of ``transactionStatements`` (which own them), so the statements that run around
-    /// every pool access are stepped without retaining and releasing their ``Statement`` (about 200 instructions
-    /// of a pool read with Swift's step and reset around them, issue 23). Emptied with the statements: a
+    /// every pool access are stepped without retaining and releasing their ``Statement`` (and without Swift's
+    /// step and reset around them). Emptied with the statements: a
     /// connection's close finalizes them.
     private(set) var transactionStatementPointers: [OpaquePointer?] = Array(
         repeating: nil, count: TransactionStatement.allCases.count)
@@ -743,7 +743,7 @@ struct StatementCache {
     @inline(__always)
     mutating func endTransactionStatementRun() {
         runningTransactionStatementCount -= 1
-        // Checked first: emptying an empty array still releases its storage (about 30 instructions per run).
+        // Checked first: emptying an empty array still releases its storage.
         if !retiredTransactionStatements.isEmpty && runningTransactionStatementCount == 0 {
             retiredTransactionStatements.removeAll()
         }
@@ -756,8 +756,8 @@ struct StatementCache {
     /// The two entries found or inserted last, with their SQL, the latest first: a connection that runs the same
     /// statement again (a pool reader's point lookup, a loop), or two statements in turn (a SELECT and an INSERT in
     /// a loop), finds them with one or two string comparisons, which are cheap for the same string, instead of
-    /// hashing the SQL (hashing and the dictionary probe were 700 instructions of a 5,300-instruction point read on
-    /// SQLCipher 4.19, issue 23; two statements in turn, with one entry remembered, missed both every time).
+    /// hashing the SQL (hashing and the dictionary probe were a sizeable share of a point read; two statements in
+    /// turn, with one entry remembered, missed both every time).
     private var latestEntry: Entry?
     private var latestSQL = ""
     private var earlierEntry: Entry?

@@ -4,8 +4,8 @@ import CSQLCipher
 /// closed (and its own `sqlite3_stmt*` finalized with it) without keeping the connection alive.
 @usableFromInline
 final class ConnectionHandle {
-    // Read on every step (Statement.checkOpen); the dynamic exclusivity check cost 76 instructions per row in the
-    // fetch benchmark. Sound without it: the handle is used from one thread and close() is the only writer.
+    // Read on every step (Statement.checkOpen); the dynamic exclusivity check was a runtime call per row
+    // fetched. Sound without it: the handle is used from one thread and close() is the only writer.
     @usableFromInline
     @exclusivity(unchecked)
     private(set) var sqliteConnection: OpaquePointer?

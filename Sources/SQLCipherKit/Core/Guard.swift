@@ -43,7 +43,7 @@ enum EncryptionGuard {
     /// Whether a PRAGMA name belongs to the cipher or key families (refused unless it is a listed read).
     ///
     /// Compared byte by byte: it runs for every PRAGMA a connection compiles, several per open, and the `String`
-    /// searches (`contains`) cost about 8,000 instructions a call (issue 23).
+    /// searches (`contains`) were a visible part of an open.
     static func isCipherPragma(_ name: String) -> Bool {
         var name = name
         return name.withUTF8 { bytes in

@@ -37,14 +37,14 @@ public struct Row {
     /// object per call: ``Connection/first(_:_:map:)``, ``Connection/scalar(_:_:as:)``, ``Connection/all(_:_:map:)``),
     /// or the ``CopiedValues`` of a copied row (``sqliteStatement`` is `nil` then). One reference of no particular
     /// class rather than an enum of the three: releasing it is one call, which the compiler keeps inline (an enum
-    /// in a five-word row was destroyed through an outlined value witness, about 26 instructions per record built
+    /// in a five-word row was destroyed through an outlined value witness for every record built
     /// by `init(row:)`).
     @usableFromInline
     let owner: AnyObject
 
     /// The number of columns: the statement's when it was compiled for a row read in place, the values' for a copied
     /// row. Not stored, so that the row stays four words (a fifth made every row a record's `init(row:)` took go
-    /// through Row's outlined value witnesses: about 20 instructions per record).
+    /// through Row's outlined value witnesses).
     @inlinable
     var columnCount: Int {
         if sqliteStatement != nil {
@@ -64,7 +64,7 @@ public struct Row {
     /// is refused once the statement moved on (closing the connection changes the stamp too). 0 for a copied row (a
     /// statement's stamp is at least 1 once it has stepped). One comparison per column read, where the check that
     /// the connection is open was; and the row stays four words (a fifth made every row returned and released go
-    /// through value witnesses: about 60 instructions per row of the fetch benchmark).
+    /// through value witnesses).
     @usableFromInline
     var stamp: UInt
 

@@ -88,7 +88,7 @@ public final class Statement {
     let attachFileParameter: CInt?
     /// The text bound to ``attachFileParameter``.
     // No dynamic exclusivity check (a statement is used from one thread): it cost two calls into the runtime per
-    // bind, on every pool read (issue 23).
+    // bind, on every pool read.
     @usableFromInline
     @exclusivity(unchecked)
     var boundAttachFileName: String?
@@ -586,7 +586,7 @@ public final class Statement {
     /// For the calls that are done with their rows when they return (``Connection/first(_:_:map:)``,
     /// ``Connection/scalar(_:_:as:)``, ``Connection/all(_:_:map:)``): the same contract as a ``RowCursor`` closed
     /// at the end, without allocating one on every call (a point read's cursor object, its setup and release were
-    /// about 400 of its instructions, issue 23). Like a new cursor, it ends any cursor still open over the
+    /// a large share of its cost). Like a new cursor, it ends any cursor still open over the
     /// statement; and a cursor opened over it from inside `body` ends this loop, which then leaves the statement
     /// to that cursor.
     @inlinable
@@ -595,7 +595,7 @@ public final class Statement {
     ) throws {
         // Its callers take the statement from the cache only when it is not mid-run, so it needs a reset only when
         // it ran since the library last reset it (a caller's step() to the end); the usual read skips the engine's
-        // reset and its mutex (about 66 instructions of a pool read, issue 23).
+        // reset and its mutex.
         try checkOpen()
         if needsReset {
             resetNow()

@@ -108,7 +108,7 @@ public enum SQLCipher {
     /// The SQLCipher version as numbers, or `nil` when the linked library is not SQLCipher.
     public static var parsedVersion: Version? { parsedFactsVersion }
 
-    /// Parsed once: ``supports(_:)`` runs at every open (issue 23: parsing the string each time was 2% of an open).
+    /// Parsed once: ``supports(_:)`` runs at every open.
     private static let parsedFactsVersion: Version? = Version(parsing: facts.version)
 
     /// The crypto provider SQLCipher uses, such as `openssl`.
