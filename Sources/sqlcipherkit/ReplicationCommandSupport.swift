@@ -106,7 +106,8 @@ func cliWording(_ remedy: ReplicationError.Remedy) -> String {
         "to restore an older state on purpose, name it with --generation (and --index); `sqlcipherkit snapshots`"
             + " lists them"
     case .verifyWithKeyOfGeneration(let generation):
-        "give the key the database had when generation \(generation) was written (--key-file …)"
+        "give the key the database had when generation \(generation) was written (--key-file …); if no key of the"
+            + " database verifies it, its objects were altered or copied in by someone without the key"
     case .stopOtherReplicator:
         "stop the other replicator (`sqlcipherkit replicate` or a service replicating this database), or wait"
             + " until its lease expires: one that died leaves it"

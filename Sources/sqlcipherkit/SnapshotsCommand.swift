@@ -59,6 +59,15 @@ struct SnapshotsCommand: OperatorCommand {
                 if catalog.isEmpty {
                     throw ReplicationError(.notFound, "nothing is stored under \(url)", remedy: .checkReplicaURL)
                 }
+                // With a key, a listing in which nothing verifies is not an answer: the key is not the one the
+                // database had (or every generation was altered). restore says the same with status 3.
+                if !keys.isEmpty, let newest = catalog.generations.last,
+                   catalog.generations.allSatisfy({ $0.authenticity == .failed }) {
+                    throw ReplicationError(
+                        .notAuthentic,
+                        "no generation of \(url) verifies with " + keys.map(\.name).joined(separator: ", "),
+                        remedy: .verifyWithKeyOfGeneration(newest.name))
+                }
                 return catalog
             } catch let error as ReplicationError {
                 throw commandFailure(for: error)

@@ -215,7 +215,8 @@ struct ReplicatedServiceTests {
         #expect(wrong.status == 3, "\(wrong.output)")
         #expect(wrong.output.contains("the key file \(newKeyFile)"), "\(wrong.output)")
         #expect(wrong.output.contains(oldGeneration), "\(wrong.output)")
-        #expect(wrong.output.contains("verify with the key it had then"), "\(wrong.output)")
+        #expect(wrong.output.contains("give the key the database had when generation \(oldGeneration) was written"),
+                "\(wrong.output)")
         #expect(!FileManager.default.fileExists(atPath: refused))
         // With the old key: restored, verified, and the output names the key that opened it.
         let oldRestored = directory.path("old.db")
@@ -395,7 +396,7 @@ struct ReplicatedServiceTests {
             #expect(try metrics.expectGauge(
                 "sqlcipherkit_replication_last_success_timestamp_seconds", database).lastValue != nil)
             let lines = logs.all
-            #expect(lines.contains { $0.contains("replication continuity broken") && $0.contains("gap:") })
+            #expect(lines.contains { $0.contains("replication continuity broken") && $0.contains("reason=gap") })
             // Every acknowledged write is in the replica (the gap's rows are in the new generation's snapshot).
             let restored = directory.path("restored.db")
             _ = try await Replica(store: store.inner).restore(to: restored, at: .latest)

@@ -69,6 +69,29 @@ struct ContinuityTests {
         await fixture.close()
     }
 
+    @Test("a new replicator (a restarted process) that cannot continue the replica says why, and links the generation it follows")
+    func restartedProcessReason() async throws {
+        let fixture = try ReplicationFixture()
+        try await fixture.insert(5)
+        try await fixture.sync()
+        let first = try #require(await fixture.replicator.status.generation)
+        try await fixture.replicator.stop()
+        try await fixture.insert(5)
+        _ = try await fixture.pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        try await fixture.insert(5)
+        let again = fixture.newReplicator()
+        _ = try await again.syncNow()
+        try await again.stop()
+        let catalog = try await fixture.replica.catalog()
+        let second = try #require(catalog.generations.last)
+        #expect(second.name != first)
+        #expect(second.previousGeneration == first)
+        // Before: "firstGeneration: the replica had no generation to continue", beside a link to the one before.
+        #expect(second.reason == .notContinuous)
+        #expect(second.reasonDetail?.contains(first) == true)
+        await fixture.close()
+    }
+
     @Test("a replicator started again goes on with the generation when the log still holds its last shipped frame")
     func resumes() async throws {
         let fixture = try ReplicationFixture()

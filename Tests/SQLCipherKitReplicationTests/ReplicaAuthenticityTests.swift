@@ -168,9 +168,9 @@ struct ReplicaAuthenticityTests {
         #expect(report.authenticatedWith == "the test key")
     }
 
-    @Test("a generation of another database with the same key, copied in as the newest, is refused",
-          arguments: AttackedStore.available)
-    func foreignGeneration(_ kind: AttackedStore) async throws {
+    @Test("a generation of another database with the same key, copied in as the newest, is refused, also with a forged manifest of its replica slipped in below it",
+          arguments: AttackedStore.available, [false, true])
+    func foreignGeneration(_ kind: AttackedStore, forgesManifestBelow: Bool) async throws {
         let (fixture, attacker, _) = try await replica(kind)
         defer { Task { await fixture.close() } }
         // Another database with the same key, whose replica has gone further (sequence numbers past ours).
@@ -184,6 +184,13 @@ struct ReplicaAuthenticityTests {
         #expect(ReplicaLayout.sequence(ofGeneration: foreign) == 41)
         for key in try otherAttacker.keys() where key.hasPrefix("generations/\(foreign)/") {
             try attacker.write(key, try otherAttacker.read(key))
+        }
+        if forgesManifestBelow {
+            // The foreign generation's own manifest (its replica identity) under a name just below it: it does not
+            // verify (its MAC covers its name), so it must not vouch for the copy as "the generation before".
+            try attacker.write(
+                "generations/0000000040-ffffffff/generation.json",
+                try otherAttacker.read("generations/\(foreign)/generation.json"))
         }
         try await expectRefused(fixture, kind: .notAuthentic, naming: foreign)
     }

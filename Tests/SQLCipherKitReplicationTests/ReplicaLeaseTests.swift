@@ -113,6 +113,29 @@ struct ReplicaLeaseTests {
         }
     }
 
+    @Test("a lease that states a duration of years (anyone with bucket access can write one) is waited for at most ten minutes, and the wait names its holder")
+    func statedDurationBounded() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try FolderReplicaStore(root: directory.path("store"))
+            let forged = LeaseRecord(
+                format: 2, holder: String(repeating: "cd", count: 16), host: "attacker-host", bootID: "x",
+                pidNamespace: "pid:[1]", pid: 4242, processStart: 7, generation: nil, renewal: 1,
+                durationMilliseconds: .max, renewedAtMilliseconds: 0)
+            try await store.put(ReplicaLayout.leaseKey, bytes: Array(try JSONEncoder().encode(forged)))
+            let told = Locked<[String]>([])
+            let waited = Locked<[Duration]>([])
+            let lease = ReplicaLease(store: store, duration: .seconds(15))
+            try await lease.acquire(
+                generation: nil, now: Date(),
+                waiting: { holder, duration in told.withLock { $0.append("\(holder) \(duration)") } },
+                wait: { duration in waited.withLock { $0.append(duration) } })
+            #expect(waited.withLock { $0 } == [ReplicaLease.longestWait])
+            #expect(told.withLock { $0 }.count == 1)
+            #expect(told.withLock { $0 }.first?.contains("attacker-host") == true)
+            #expect(await lease.isHeld)
+        }
+    }
+
     @Test("a folder store writes conditionally: absent, then only the version read")
     func folderConditionalWrites() async throws {
         try await withTemporaryDirectory { directory in

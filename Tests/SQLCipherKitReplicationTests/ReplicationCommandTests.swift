@@ -135,6 +135,22 @@ struct ReplicationCommandTests {
         #expect(listing["isAuthenticated"] as? Bool == true)
         let generations = try #require(listing["generations"] as? [[String: Any]])
         #expect((generations.first?["authenticity"] as? String)?.hasPrefix("authenticated with") == true)
+
+        // A key that verifies nothing: not a listing with ok: true beside generations that "do not verify", but
+        // status 3, as restore answers, in the text and the JSON alike.
+        let wrongKeyFile = fixture.directory.path("wrong.key")
+        try EncryptionKey.generateRaw().write(toKeyFile: wrongKeyFile)
+        for arguments in [["snapshots", url, "--key-file", wrongKeyFile], ["snapshots", url, "--key-file", wrongKeyFile, "--json"]] {
+            let wrong = await runCommand(arguments)
+            #expect(wrong.status == 3, "\(wrong)")
+            if arguments.last == "--json" {
+                let document = try json(wrong.output)
+                #expect(document["ok"] as? Bool == false)
+                #expect(document["exitStatus"] as? Int == 3)
+            } else {
+                #expect(wrong.error.contains("verifies with"), "\(wrong.error)")
+            }
+        }
         await fixture.close()
     }
 

@@ -140,13 +140,21 @@ actor ReplicaLease {
         record = nil
     }
 
+    /// The longest a newcomer waits for a holder on another machine to renew, whatever duration the lease states:
+    /// the lease object is writable by anyone with access to the bucket, and a stated duration of years must not
+    /// keep replication from starting, silently, for years.
+    static let longestWait = Duration.seconds(600)
+
     /// Takes the lease: free, given back, ours already, or its holder provably dead; a holder on another machine
-    /// is given the lease's duration to renew it (read again after `wait(duration)`); `force` takes it whatever
-    /// (a promotion fences the old primary).
+    /// is given the lease's duration (at most ``longestWait``) to renew it (read again after `wait(duration)`,
+    /// `waiting` told first so that the wait is not silent); `force` takes it whatever (a promotion fences the old
+    /// primary).
     ///
     /// - Throws: ``ReplicationError`` (`leaseHeld`, naming the holder); the store's errors.
     func acquire(
-        generation: String?, now: Date, force: Bool = false, wait: @Sendable (Duration) async throws -> Void
+        generation: String?, now: Date, force: Bool = false,
+        waiting: @Sendable (_ holder: String, _ duration: Duration) -> Void = { _, _ in },
+        wait: @Sendable (Duration) async throws -> Void
     ) async throws {
         for _ in 0..<4 {
             let current = try await store.getVersioned(ReplicaLayout.leaseKey)
@@ -159,7 +167,10 @@ actor ReplicaLease {
                     break
                 case .unknown:
                     // Only time tells: a live holder renews within its lease's duration.
-                    try await wait(.milliseconds(existing.durationMilliseconds))
+                    let stated = Duration.milliseconds(max(0, existing.durationMilliseconds))
+                    let duration = min(stated, Self.longestWait)
+                    waiting(existing.holderDescription, duration)
+                    try await wait(duration)
                     let again = try await store.getVersioned(ReplicaLayout.leaseKey)
                     let later = again.flatMap { try? JSONDecoder().decode(LeaseRecord.self, from: Data($0.bytes)) }
                     if let later, later.holder != existing.holder || later.renewal != existing.renewal {

@@ -42,11 +42,18 @@ extension Replicator {
                 isComplete: result.checkpointedFrameCount == result.logFrameCount)
         }
         let salt = try await database.locked { try database.salt() }
-        let (reason, detail) = nextGenerationReason
+        let previous = previousLink ?? newest.link
+        var (reason, detail) = nextGenerationReason
+        if reason == .firstGeneration, let previous {
+            // A replicator that just started (a new process) found a generation it could not resume.
+            (reason, detail) = (
+                .notContinuous,
+                "the replicator started and the log on disk does not continue generation \(previous.generation)")
+        }
         let manifest = GenerationManifest(
             format: replicaFormat, generation: name, sequence: sequence, replica: identity,
             createdAtMilliseconds: now.milliseconds, reason: reason, reasonDetail: detail,
-            previous: previousLink ?? newest.link, pageSize: database.pageSize,
+            previous: previous, pageSize: database.pageSize,
             plaintextHeaderSize: database.plaintextHeaderSize, salt: salt.map(Hex.string),
             engine: "SQLCipher \(SQLCipher.version), SQLite \(SQLCipher.sqliteVersion)",
             replicator: "SQLCipherKit \(SQLCipherKitVersion.string)")
@@ -197,10 +204,14 @@ extension Replicator {
         guard let latest = catalog.generations.last else { return }
         replicaIdentity = catalog.generations.last { $0.manifest != nil }?.replicaIdentity
         guard latest.authenticity != .failed, latest.manifest != nil else {
-            nextGenerationReason = (
-                .previousNotAuthentic,
-                "the replica's newest generation \(latest.name) does not verify with this database's key: the key was"
-                    + " changed since (a rekey), or the generation was not written with it")
+            let fact = "the replica's newest generation \(latest.name) does not verify with this database's key: the"
+                + " key was changed since (a rekey), or the generation was not written with it"
+            // A pause named by its caller (a live rotation) is the cause; the key change is what it did.
+            if nextGenerationReason.0 == .paused {
+                nextGenerationReason.1 += "; " + fact
+            } else {
+                nextGenerationReason = (.previousNotAuthentic, fact)
+            }
             return
         }
         guard let lastPoint = latest.latestRestorePoint, lastPoint.index == latest.lastIndex,

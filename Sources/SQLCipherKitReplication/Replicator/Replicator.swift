@@ -317,7 +317,15 @@ public actor Replicator {
         do {
             try await database.locked { try database.pinLocked() }
             authentication = try await database.locked { try database.authentication() }
-            try await lease.acquire(generation: nil, now: configuration.now(), wait: configuration.wait)
+            let logger = self.logger
+            try await lease.acquire(
+                generation: nil, now: configuration.now(),
+                waiting: { holder, duration in
+                    logger.warning(
+                        "replica lease held by a replicator this host cannot check; waiting for it to renew before"
+                            + " taking it over",
+                        metadata: ["holder": "\(holder)", "wait": "\(duration)"])
+                }, wait: configuration.wait)
         } catch {
             await database.close()
             authentication = nil

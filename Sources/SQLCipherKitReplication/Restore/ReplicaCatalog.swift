@@ -36,9 +36,11 @@ public struct ReplicaCatalog: Sendable {
     package var isAuthenticated: Bool { !keyNames.isEmpty }
 
     /// The newest point the replica holds, whether or not it can be restored: the last index of the generation
-    /// with the highest sequence number.
+    /// with the highest sequence number; with keys, of the highest that verifies (a generation that does not is
+    /// no point of this replica's, and must not be shown as how recent it is).
     package var newestPoint: RestorePoint? {
-        guard let top = generations.last else { return nil }
+        let candidates = isAuthenticated ? generations.filter { $0.authenticity != .failed } : generations
+        guard let top = candidates.last else { return nil }
         return RestorePoint(generation: top.name, index: top.lastIndex, time: top.time(of: top.lastIndex))
     }
 
@@ -225,7 +227,11 @@ public struct ReplicaCatalog: Sendable {
                     + " stopped", remedy: .nameRestorePoint(lastGood: nil))
         }
         try top.requireReadable(catalog: self)
-        if let before = generations.dropLast().last(where: { $0.manifest != nil }), let topManifest = top.manifest,
+        // The generation to compare with is the nearest older one whose manifest can be trusted: with keys, one
+        // that verifies (a forged manifest slipped in below a copied generation must not vouch for it); without,
+        // any that reads.
+        if let before = generations.dropLast().last(where: { $0.manifest != nil && $0.authenticity != .failed }),
+           let topManifest = top.manifest,
            let beforeManifest = before.manifest, topManifest.replica != beforeManifest.replica {
             throw ReplicationError(
                 isAuthenticated ? .notAuthentic : .damaged,
