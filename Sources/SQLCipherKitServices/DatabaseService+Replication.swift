@@ -11,12 +11,12 @@ extension DatabaseService {
     ///
     /// ```swift
     /// var configuration = DatabaseService.Configuration()
-    /// configuration.replication = .init(store: try FolderReplicaStore(root: "/mnt/replica/notes"))
+    /// configuration.replication = .init(store: try replicaStore(for: "file:///mnt/replica/notes"))
     /// let database = try DatabaseService(path: "notes.db", keyFile: "notes.key", configuration: configuration)
     /// ```
     public struct ReplicationOptions: Sendable {
-        /// Where the replica goes: a ``FolderReplicaStore``, an S3-compatible store, or any ``ReplicaStore``
-        /// (``replicaStore(for:)`` makes one from a `file://` or `s3://` URL).
+        /// Where the replica goes: a folder or an S3-compatible bucket (`replicaStore(for:endpoint:credentials:)`
+        /// makes one from a `file://` or `s3://` URL), or any other ``ReplicaStore``.
         public var store: any ReplicaStore
         /// How the replicator ships, checkpoints, snapshots and rides out an outage (sync interval, log limit
         /// during an outage, shutdown timeout, retention). Its `logger`, `metricsName` and `metricsFactory` are

@@ -202,7 +202,7 @@ struct ReplicationBenchmarks {
 }
 
 /// A folder store that notes, for each log segment, when it was read (in its name) and when its upload ended.
-final class TimingStore: ReplicaStore {
+final class TimingStore: ConditionalReplicaStore {
     struct Segment: Sendable {
         let readAt: Int64
         let storedAt: Int64

@@ -157,7 +157,7 @@ actor ReplicaLease {
         wait: @Sendable (Duration) async throws -> Void
     ) async throws {
         for _ in 0..<4 {
-            let current = try await store.getVersioned(ReplicaLayout.leaseKey)
+            let current = try await store.versionedObject(ReplicaLayout.leaseKey)
             let existing = current.flatMap { try? JSONDecoder().decode(LeaseRecord.self, from: Data($0.bytes)) }
             if let existing, existing.holder != holder, !force {
                 switch identity.judge(existing) {
@@ -171,7 +171,7 @@ actor ReplicaLease {
                     let duration = min(stated, Self.longestWait)
                     waiting(existing.holderDescription, duration)
                     try await wait(duration)
-                    let again = try await store.getVersioned(ReplicaLayout.leaseKey)
+                    let again = try await store.versionedObject(ReplicaLayout.leaseKey)
                     let later = again.flatMap { try? JSONDecoder().decode(LeaseRecord.self, from: Data($0.bytes)) }
                     if let later, later.holder != existing.holder || later.renewal != existing.renewal {
                         throw held(by: later)
@@ -194,7 +194,7 @@ actor ReplicaLease {
                 return
             }
         }
-        let current = try await store.getVersioned(ReplicaLayout.leaseKey)
+        let current = try await store.versionedObject(ReplicaLayout.leaseKey)
         if let existing = current.flatMap({ try? JSONDecoder().decode(LeaseRecord.self, from: Data($0.bytes)) }) {
             throw held(by: existing)
         }
@@ -207,7 +207,7 @@ actor ReplicaLease {
     /// - Throws: ``ReplicationError`` (`fenced`, naming the new holder and its generation); the store's errors.
     func check(generation: String?, now: Date) async throws {
         guard var mine = record else { return }
-        let current = try await store.getVersioned(ReplicaLayout.leaseKey)
+        let current = try await store.versionedObject(ReplicaLayout.leaseKey)
         guard let current else {
             // Gone (removed by hand): taken again, as on a start.
             abandon()
@@ -240,7 +240,7 @@ actor ReplicaLease {
     /// Gives the lease back when it is still ours (a replicator started next takes it at once).
     func release() async {
         defer { abandon() }
-        guard record != nil, let current = try? await store.getVersioned(ReplicaLayout.leaseKey),
+        guard record != nil, let current = try? await store.versionedObject(ReplicaLayout.leaseKey),
               let found = try? JSONDecoder().decode(LeaseRecord.self, from: Data(current.bytes)), found.holder == holder
         else { return }
         try? await store.delete([ReplicaLayout.leaseKey])
@@ -259,7 +259,7 @@ actor ReplicaLease {
         default: nil
         }
         var outcome = ConditionalWrite.unsupported
-        if let condition { outcome = try await store.put(ReplicaLayout.leaseKey, bytes: bytes, if: condition) }
+        if let condition { outcome = try await store.putIf(condition, ReplicaLayout.leaseKey, bytes: bytes) }
         switch outcome {
         case .conditionFailed:
             return false
@@ -269,7 +269,7 @@ actor ReplicaLease {
             break
         }
         // Read back: without conditional writes this is what tells two writers apart.
-        return try await store.getVersioned(ReplicaLayout.leaseKey)?.bytes == bytes
+        return try await store.versionedObject(ReplicaLayout.leaseKey)?.bytes == bytes
     }
 
     private func held(by record: LeaseRecord) -> ReplicationError {

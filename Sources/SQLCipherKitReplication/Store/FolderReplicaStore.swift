@@ -15,15 +15,15 @@ import Darwin
 /// folder that does not exist holds no object (a restore from it says so). Conditional writes hold an exclusive
 /// `flock` on a lock file beside the object while they compare and write, so they are exact between processes of
 /// one machine (and of machines whose shared file system implements `flock`).
-public struct FolderReplicaStore: ReplicaStore {
+package struct FolderReplicaStore: ConditionalReplicaStore {
     /// The folder.
-    public let root: String
+    package let root: String
 
     /// Uses `root` as the store.
     ///
     /// - Throws: ``DatabaseError`` (`invalidArgument`) when `root` is not an absolute path, or exists and is not a
     ///   folder.
-    public init(root: String) throws {
+    package init(root: String) throws {
         guard root.hasPrefix("/"), !root.utf8.contains(0) else {
             throw DatabaseError(.invalidArgument, "a folder store needs an absolute path, not \(root)")
         }
@@ -35,9 +35,9 @@ public struct FolderReplicaStore: ReplicaStore {
     }
 
     /// `file://` and the folder.
-    public var description: String { "file://" + root }
+    package var description: String { "file://" + root }
 
-    public func put(_ key: String, bytes: [UInt8]) async throws {
+    package func put(_ key: String, bytes: [UInt8]) async throws {
         let path = try self.path(of: key)
         try Self.makeFolders(parent(of: path))
         try Self.writeAtomically(path) { descriptor in
@@ -45,7 +45,7 @@ public struct FolderReplicaStore: ReplicaStore {
         }
     }
 
-    public func put(
+    package func put(
         _ key: String, file source: String, offset: Int64, length: Int64, progress: (@Sendable (Int64) -> Void)?
     ) async throws {
         let path = try self.path(of: key)
@@ -73,7 +73,7 @@ public struct FolderReplicaStore: ReplicaStore {
         }
     }
 
-    public func get(_ key: String) async throws -> [UInt8] {
+    package func get(_ key: String) async throws -> [UInt8] {
         let path = try self.path(of: key)
         guard let file = try ReadOnlyFile(path: path) else {
             throw ReplicationError(.notFound, "no object \(key) (\(path) does not exist)")
@@ -81,7 +81,7 @@ public struct FolderReplicaStore: ReplicaStore {
         return try file.read(count: Int(try file.size()), at: 0)
     }
 
-    public func list(prefix: String) async throws -> [ReplicaObject] {
+    package func list(prefix: String) async throws -> [ReplicaObject] {
         var objects: [ReplicaObject] = []
         var status = stat()
         // A folder that does not exist holds nothing; the catalog then says that nothing is stored there.
@@ -105,7 +105,7 @@ public struct FolderReplicaStore: ReplicaStore {
         return objects.sorted { $0.key < $1.key }
     }
 
-    public func delete(_ keys: [String]) async throws {
+    package func delete(_ keys: [String]) async throws {
         for key in keys {
             let path = try self.path(of: key)
             if unlink(path) != 0 && errno != ENOENT { throw fileSystemFailure("cannot remove \(path)") }
@@ -113,14 +113,14 @@ public struct FolderReplicaStore: ReplicaStore {
     }
 
     /// The version of an object is the SHA-256 of its bytes.
-    public func getVersioned(_ key: String) async throws -> (bytes: [UInt8], version: String?)? {
+    package func getVersioned(_ key: String) async throws -> (bytes: [UInt8], version: String?)? {
         let path = try self.path(of: key)
         guard let file = try ReadOnlyFile(path: path) else { return nil }
         let bytes = try file.read(count: Int(try file.size()), at: 0)
         return (bytes, SHA256.hex(bytes))
     }
 
-    public func put(_ key: String, bytes: [UInt8], if condition: WriteCondition) async throws -> ConditionalWrite {
+    package func put(_ key: String, bytes: [UInt8], if condition: WriteCondition) async throws -> ConditionalWrite {
         let path = try self.path(of: key)
         try Self.makeFolders(parent(of: path))
         let lockPath = parent(of: path) + "/" + Self.temporaryPrefix + "lock-" + (path.split(separator: "/").last ?? "")

@@ -2,24 +2,45 @@
 import Foundation
 import SQLCipherKit
 
-/// The store a replica URL names: `file:///path/to/folder` (a ``FolderReplicaStore``) or
-/// `s3://BUCKET/PREFIX` (an S3-compatible bucket, with `endpoint` for a store other than AWS).
+/// The store a replica URL names: `file:///path/to/folder` or `s3://BUCKET/PREFIX`.
+///
+/// A folder (a mounted volume, a network share) holds each object as a file under it, its key the relative path. An
+/// object appears whole or not at all: it is written to a temporary name in the same folder (mode 0600), flushed, then
+/// renamed into place, and the folder is flushed. Folders are created (mode 0700) as objects are written.
+///
+/// An S3-compatible bucket (AWS S3, MinIO, Ceph, OpenStack Swift's s3api, …) is reached at `endpoint`, else the
+/// variable `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`, else AWS. The region is the URL's `?region=`, else
+/// `AWS_REGION` or `AWS_DEFAULT_REGION`, else `us-east-1`; addressing is the URL's `?addressing=path` or
+/// `?addressing=virtual`, else path-style with an endpoint and virtual-host on AWS. Requests are signed with AWS
+/// Signature Version 4; large objects go as multipart uploads, so memory stays bounded whatever the database's size.
 ///
 /// ```swift
-/// let store = try replicaStore(for: "file:///mnt/replica/notes")
+/// let folder = try replicaStore(for: "file:///mnt/replica/notes")
+/// let bucket = try replicaStore(for: "s3://backups/notes?region=eu-west-1", endpoint: "https://s3.example.net")
 /// ```
 ///
 /// - Parameters:
 ///   - url: The replica's URL.
-///   - endpoint: For `s3://`: the store's endpoint URL (`http://127.0.0.1:8080`); `nil` for AWS.
+///   - endpoint: For `s3://`: the store's endpoint URL (`http://127.0.0.1:8080`); `nil` for the variables above,
+///     then AWS.
+///   - credentials: For `s3://`: what requests are signed with; `nil` reads them from the standard places, in AWS's
+///     order: `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (with `AWS_SESSION_TOKEN`), else the shared
+///     credentials file (`AWS_SHARED_CREDENTIALS_FILE` or `~/.aws/credentials`, profile `AWS_PROFILE` or
+///     `default`).
 /// - Returns: The store.
-/// - Throws: ``DatabaseError`` (`invalidArgument`) for a URL of another scheme or without a path, or a `file://`
-///   URL naming something that is not a folder. A folder that does not exist is a store holding nothing (a
-///   replicator creates it as it writes; a restore from it says that nothing is stored there).
-public func replicaStore(for url: String, endpoint: String? = nil) throws -> any ReplicaStore {
+/// - Throws: ``DatabaseError`` (`invalidArgument`) for a URL of another scheme or without a path, a `file://`
+///   URL naming something that is not a folder, an endpoint or credentials given for a `file://` URL, an `s3://`
+///   URL with an unknown option, or no credentials in the standard places. A folder that does not exist is a store
+///   holding nothing (a replicator creates it as it writes; a restore from it says that nothing is stored there).
+public func replicaStore(
+    for url: String, endpoint: String? = nil, credentials: S3Credentials? = nil
+) throws -> any ReplicaStore {
     if url.hasPrefix("file://") {
         guard endpoint == nil else {
             throw DatabaseError(.invalidArgument, "an endpoint applies to s3:// replicas only, not \(url)")
+        }
+        guard credentials == nil else {
+            throw DatabaseError(.invalidArgument, "credentials apply to s3:// replicas only, not \(url)")
         }
         let path = String(url.dropFirst("file://".count))
         guard path.hasPrefix("/"), path.count > 1, !path.contains("\0") else {
@@ -30,7 +51,7 @@ public func replicaStore(for url: String, endpoint: String? = nil) throws -> any
         return try FolderReplicaStore(root: decoded)
     }
     if url.hasPrefix("s3://") {
-        return try s3ReplicaStore(for: url, endpoint: endpoint)
+        return try s3ReplicaStore(for: url, endpoint: endpoint, credentials: credentials)
     }
     throw DatabaseError(
         .invalidArgument, "\(url) is not a replica URL: give file:///path/to/folder or s3://BUCKET/PREFIX")
@@ -42,9 +63,10 @@ public func replicaStore(for url: String, endpoint: String? = nil) throws -> any
 /// - The region is the URL's `?region=`, else `AWS_REGION` or `AWS_DEFAULT_REGION`, else `us-east-1`.
 /// - Addressing is the URL's `?addressing=path` or `?addressing=virtual`, else path-style with an endpoint and
 ///   virtual-host on AWS.
-/// - Credentials: ``S3Credentials/standard(environment:)``.
+/// - Credentials: `credentials`, else ``S3Credentials/standard(environment:)``.
 func s3ReplicaStore(
-    for url: String, endpoint: String?, environment: [String: String] = ProcessInfo.processInfo.environment
+    for url: String, endpoint: String?, credentials: S3Credentials? = nil,
+    environment: [String: String] = ProcessInfo.processInfo.environment
 ) throws -> any ReplicaStore {
     var rest = Substring(url.dropFirst("s3://".count))
     var options: [String: String] = [:]
@@ -80,6 +102,6 @@ func s3ReplicaStore(
         addressing: addressing)
     return try S3ReplicaStore(
         bucket: bucket, prefix: prefix.removingPercentEncoding ?? prefix,
-        credentials: try S3Credentials.standard(environment: environment), configuration: configuration)
+        credentials: try credentials ?? S3Credentials.standard(environment: environment), configuration: configuration)
 }
 #endif

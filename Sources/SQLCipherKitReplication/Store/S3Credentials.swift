@@ -2,15 +2,16 @@
 import Foundation
 import SQLCipherKit
 
-/// The credentials an ``S3ReplicaStore`` signs its requests with: an access key ID, its secret, and for temporary
-/// credentials a session token.
+/// The credentials an S3-compatible store signs its requests with (``replicaStore(for:endpoint:credentials:)``): an
+/// access key ID, its secret, and for temporary credentials a session token. Without them the store reads the
+/// standard places.
 ///
 /// No description, debug description or reflection of a value shows any of them (they print as `S3Credentials(…)`
 /// with where they came from), and no error, log line or message of the replication module contains them.
 ///
 /// ```swift
-/// let fromEnvironment = try S3Credentials.standard()          // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, …
-/// let fromFile = try S3Credentials(file: "/etc/notes/s3-credentials", profile: "replica")
+/// let credentials = S3Credentials(accessKeyID: accessKeyID, secretAccessKey: secret)   // from your secret store
+/// let store = try replicaStore(for: "s3://backups/notes", credentials: credentials)
 /// ```
 public struct S3Credentials: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The access key ID (`AKIA…`, or `account:user` on some stores).
@@ -20,7 +21,7 @@ public struct S3Credentials: Sendable, CustomStringConvertible, CustomDebugStrin
     /// The session token of temporary credentials.
     let sessionToken: String?
     /// Where they came from (`the environment`, a file and profile), for messages.
-    public let source: String
+    package let source: String
 
     /// Credentials given directly.
     ///
@@ -46,7 +47,7 @@ public struct S3Credentials: Sendable, CustomStringConvertible, CustomDebugStrin
     /// - Parameter environment: The variables to read (the process's by default).
     /// - Throws: ``DatabaseError`` (`invalidArgument`) when there are none, or when a file is not readable, may be
     ///   read by others than its owner, or has no such profile.
-    public static func standard(
+    package static func standard(
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws -> S3Credentials {
         if let accessKeyID = environment["AWS_ACCESS_KEY_ID"], !accessKeyID.isEmpty {
@@ -90,7 +91,7 @@ public struct S3Credentials: Sendable, CustomStringConvertible, CustomDebugStrin
     ///
     /// - Throws: ``DatabaseError`` (`invalidArgument`) when the file cannot be read, breaks those rules, or has no
     ///   such profile or no key in it. The message names the file and profile, never a value from it.
-    public init(file path: String, profile: String = "default") throws {
+    package init(file path: String, profile: String = "default") throws {
         // Held to the rules of key files: a credentials file others can read is refused, not used.
         let text = try SecretFile.readText(atPath: path, describedAs: "the S3 credentials file \(path)")
         var section: String?

@@ -25,9 +25,9 @@ import Darwin
 ///     bucket: "backups", prefix: "notes", credentials: try S3Credentials.standard(),
 ///     configuration: .init(endpoint: "http://127.0.0.1:8080"))
 /// ```
-public struct S3ReplicaStore: ReplicaStore {
+package struct S3ReplicaStore: ConditionalReplicaStore {
     /// Where the bucket's name goes in a request.
-    public enum Addressing: String, Sendable {
+    package enum Addressing: String, Sendable {
         /// `https://endpoint/BUCKET/key`: what most S3-compatible stores expect.
         case path
         /// `https://BUCKET.endpoint/key`: AWS's default (the bucket's name must be a valid host name).
@@ -35,20 +35,20 @@ public struct S3ReplicaStore: ReplicaStore {
     }
 
     /// Where the store is and how to talk to it.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// The endpoint (`http://127.0.0.1:8080`); `nil` for AWS (`https://s3.REGION.amazonaws.com`).
-        public var endpoint: String?
+        package var endpoint: String?
         /// The region requests are signed for (`us-east-1` for most S3-compatible stores).
-        public var region: String
+        package var region: String
         /// Path-style or virtual-host addressing; `nil`: path-style with an endpoint, virtual-host on AWS.
-        public var addressing: Addressing?
+        package var addressing: Addressing?
         /// Objects larger than this go as a multipart upload in parts of this size (8 MiB by default; AWS requires
         /// at least 5 MiB for every part but the last).
-        public var partSize: Int
+        package var partSize: Int
         /// How long one request (one part, one object) may take.
-        public var requestTimeout: Duration
+        package var requestTimeout: Duration
         /// Where the store logs its requests (method, object, status; never a credential) at debug level.
-        public var logger: Logger
+        package var logger: Logger
 
         /// The clock requests are signed with (tests move it to provoke the store's clock-skew error).
         var now: @Sendable () -> Date = { Date() }
@@ -59,7 +59,7 @@ public struct S3ReplicaStore: ReplicaStore {
         var listPageSize: Int?
 
         /// A configuration.
-        public init(
+        package init(
             endpoint: String? = nil, region: String = "us-east-1", addressing: Addressing? = nil,
             partSize: Int = 8 << 20, requestTimeout: Duration = .seconds(300),
             logger: Logger = Logger(label: "sqlcipherkit.replication.s3")
@@ -74,9 +74,9 @@ public struct S3ReplicaStore: ReplicaStore {
     }
 
     /// The bucket.
-    public let bucket: String
+    package let bucket: String
     /// The prefix every key is stored under (`notes/`), empty for the bucket's root.
-    public let prefix: String
+    package let prefix: String
     let credentials: S3Credentials
     let configuration: Configuration
     private let scheme: String
@@ -94,7 +94,7 @@ public struct S3ReplicaStore: ReplicaStore {
     /// - Throws: ``DatabaseError`` (`invalidArgument`) for an endpoint that is not an `http(s)://host[:port]`
     ///   URL, an empty bucket name, a part size under 1 byte, or virtual-host addressing with a bucket name that is
     ///   not a host name.
-    public init(
+    package init(
         bucket: String, prefix: String = "", credentials: S3Credentials, configuration: Configuration = Configuration()
     ) throws {
         guard !bucket.isEmpty, !bucket.contains("/"), !bucket.utf8.contains(0) else {
@@ -173,7 +173,7 @@ public struct S3ReplicaStore: ReplicaStore {
     }()
 
     /// `s3://BUCKET/PREFIX (endpoint)`; never a credential.
-    public var description: String {
+    package var description: String {
         "s3://\(bucket)/\(prefix) (\(endpointDescription))"
     }
 
@@ -183,12 +183,12 @@ public struct S3ReplicaStore: ReplicaStore {
 
     // MARK: - ReplicaStore
 
-    public func put(_ key: String, bytes: [UInt8]) async throws {
+    package func put(_ key: String, bytes: [UInt8]) async throws {
         let name = try objectName(key)
         _ = try await send("PUT", object: name, body: bytes, operation: "store", key: key)
     }
 
-    public func put(
+    package func put(
         _ key: String, file path: String, offset: Int64, length: Int64, progress: (@Sendable (Int64) -> Void)?
     ) async throws {
         let name = try objectName(key)
@@ -246,7 +246,7 @@ public struct S3ReplicaStore: ReplicaStore {
         }
     }
 
-    public func get(_ key: String) async throws -> [UInt8] {
+    package func get(_ key: String) async throws -> [UInt8] {
         let name = try objectName(key)
         let response = try await execute("GET", object: name, operation: "read", key: key)
         do {
@@ -257,7 +257,7 @@ public struct S3ReplicaStore: ReplicaStore {
         }
     }
 
-    public func list(prefix listPrefix: String) async throws -> [ReplicaObject] {
+    package func list(prefix listPrefix: String) async throws -> [ReplicaObject] {
         var objects: [ReplicaObject] = []
         var token: String?
         repeat {
@@ -285,7 +285,7 @@ public struct S3ReplicaStore: ReplicaStore {
         return objects.sorted { $0.key < $1.key }
     }
 
-    public func delete(_ keys: [String]) async throws {
+    package func delete(_ keys: [String]) async throws {
         for key in keys {
             let name = try objectName(key)
             do {
@@ -299,7 +299,7 @@ public struct S3ReplicaStore: ReplicaStore {
     // MARK: - Conditional writes
 
     /// The version is the object's ETag.
-    public func getVersioned(_ key: String) async throws -> (bytes: [UInt8], version: String?)? {
+    package func getVersioned(_ key: String) async throws -> (bytes: [UInt8], version: String?)? {
         let name = try objectName(key)
         let response: HTTPClientResponse
         do {
@@ -317,7 +317,7 @@ public struct S3ReplicaStore: ReplicaStore {
 
     /// `If-None-Match: *` or `If-Match: <ETag>` (AWS S3 honours both). A store that answers `NotImplemented`
     /// (OpenStack Swift's s3api, measured on Debian 12: it then writes nothing) gives ``ConditionalWrite/unsupported``.
-    public func put(_ key: String, bytes: [UInt8], if condition: WriteCondition) async throws -> ConditionalWrite {
+    package func put(_ key: String, bytes: [UInt8], if condition: WriteCondition) async throws -> ConditionalWrite {
         let name = try objectName(key)
         let header: (name: String, value: String) = switch condition {
         case .absent: ("if-none-match", "*")
