@@ -35,10 +35,10 @@ struct CrashWriter {
             throw DatabaseError(.invalidArgument, "writer needs --database, --key-file and --replica")
         }
         var configuration = DatabaseService.Configuration(metricsName: "crash")
+        var replicator = ReplicatorConfiguration(snapshotInterval: snapshotInterval, retention: nil)
+        replicator.checkpointFrameCount = checkpointFrames
         configuration.replication = .init(
-            store: try FolderReplicaStore(root: replica), syncInterval: syncInterval,
-            replicator: ReplicatorConfiguration(
-                checkpointFrameCount: checkpointFrames, snapshotInterval: snapshotInterval, retention: nil))
+            store: try FolderReplicaStore(root: replica), syncInterval: syncInterval, replicator: replicator)
         let service = try DatabaseService(path: database, keyFile: keyFile, configuration: configuration)
         let last = try await service.pool.write { db -> Int in
             try db.execute("""

@@ -98,10 +98,11 @@ struct ReplicateCommand: OperatorCommand {
         let store = try replicaOptions.store(replica)
         var logger = Logger(label: "sqlcipherkit.replicate") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = .notice
-        let configuration = ReplicatorConfiguration(
+        var configuration = ReplicatorConfiguration(
             syncInterval: syncInterval.duration, snapshotInterval: snapshotInterval.duration,
             retention: ReplicaRetention(maximumAge: retention.duration, maximumSnapshotCount: retainSnapshots),
-            shutdownTimeout: shutdownTimeout.duration, leaseDuration: leaseDuration.duration, logger: logger)
+            shutdownTimeout: shutdownTimeout.duration, logger: logger)
+        configuration.leaseDuration = leaseDuration.duration
         let replicator = Replicator(
             databasePath: database, keyProvider: .fixed(key), cipherSettings: settings, store: store,
             configuration: configuration)

@@ -106,11 +106,11 @@ struct OutageTests {
             try await pool.write { db in try db.execute("CREATE TABLE note(id INTEGER PRIMARY KEY, body TEXT)") }
             let store = SwitchableStore(try FolderReplicaStore(root: folder.path("replica")))
             let metrics = TestMetrics()
-            let replicator = Replicator(
-                pool: pool, store: store,
-                configuration: ReplicatorConfiguration(
-                    checkpointFrameCount: 100_000, snapshotInterval: nil, retention: nil,
-                    maximumWALByteCount: 256 * 1024, metricsName: "notes", metricsFactory: metrics))
+            var configuration = ReplicatorConfiguration(
+                snapshotInterval: nil, retention: nil, maximumWALByteCount: 256 * 1024, metricsName: "notes")
+            configuration.checkpointFrameCount = 100_000
+            configuration.metricsFactory = metrics
+            let replicator = Replicator(pool: pool, store: store, configuration: configuration)
             let database = [("database", "notes")]
             func insert(_ count: Int) async throws {
                 try await pool.write { db in

@@ -10,7 +10,7 @@ import SQLCipherKit
 /// In a service, around a ``DatabasePool``:
 ///
 /// ```swift
-/// let replicator = Replicator(pool: pool, store: try FolderReplicaStore(root: "/mnt/replica/notes"))
+/// let replicator = Replicator(pool: pool, store: try replicaStore(for: "file:///mnt/replica/notes"))
 /// let replication = Task { try await replicator.run() }   // syncs every second until cancelled
 /// // … serve …
 /// replication.cancel()                                     // run() then ships what is left (bounded) and stops
@@ -33,9 +33,9 @@ import SQLCipherKit
 /// ``withReplicationPaused(_:)``; the next generation starts on the new key.
 public actor Replicator {
     /// Where the replica goes.
-    public nonisolated let store: any ReplicaStore
+    package nonisolated let store: any ReplicaStore
     /// How it ships.
-    public nonisolated let configuration: ReplicatorConfiguration
+    package nonisolated let configuration: ReplicatorConfiguration
 
     enum Source: Sendable {
         case pool(DatabasePool)
@@ -114,7 +114,7 @@ public actor Replicator {
     /// only to hold a read transaction (SQLite reads page 1 to start one); nothing shipped is decrypted.
     ///
     /// The replicator guarantees less here: see Docs/Replication.md for what the other process must not do.
-    public init(
+    package init(
         databasePath: String, keyProvider: KeyProvider, cipherSettings: CipherSettings = .engineDefault,
         store: any ReplicaStore, configuration: ReplicatorConfiguration = .init()
     ) {
@@ -169,12 +169,12 @@ public actor Replicator {
     // MARK: - Running
 
     /// Opens the database (its own connection, the pin) and takes the replica's lease. ``syncNow()`` and ``run()``
-    /// start it when needed.
+    /// start it when needed (the CLI and the tests call it to see a refusal before anything else).
     ///
     /// - Throws: ``DatabaseError`` (`invalidArgument`) for a plaintext database or one not in WAL mode, and the
     ///   database's errors (a wrong key, a missing file); ``ReplicationError`` (`leaseHeld`) when another replicator
     ///   writes the replica, and the store's errors.
-    public func start() async throws {
+    package func start() async throws {
         try await serialized { try await self.openIfNeeded() }
     }
 
@@ -192,7 +192,7 @@ public actor Replicator {
 
     /// Syncs every ``ReplicatorConfiguration/syncInterval`` until the task is cancelled, then ships what is left
     /// (within ``ReplicatorConfiguration/shutdownTimeout``) and stops. While the store fails it retries with a
-    /// doubling wait (up to ``ReplicatorConfiguration/maximumRetryInterval``); the database keeps serving.
+    /// doubling wait (up to a minute); the database keeps serving.
     ///
     /// - Throws: Only what retrying cannot fix: a plaintext database, one not in WAL mode, a key that does not open
     ///   it (also when another process rekeyed it while it ran), another replicator's lease
@@ -244,8 +244,8 @@ public actor Replicator {
 
     /// Ships what is left (within ``ReplicatorConfiguration/shutdownTimeout``, logged), then closes the
     /// replicator's connections and gives the pool its automatic checkpoints back. ``start()`` again resumes the
-    /// generation when the log on disk still continues it.
-    public func stop() async throws {
+    /// generation when the log on disk still continues it. (A user cancels ``run()``, which ends with this.)
+    package func stop() async throws {
         try await serialized { await self.shutDown() }
     }
 

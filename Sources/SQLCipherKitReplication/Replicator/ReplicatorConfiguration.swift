@@ -3,16 +3,20 @@ import CoreMetrics
 import Foundation
 import Logging
 
-/// How a ``Replicator`` ships, checkpoints, snapshots and rides out an outage of its store.
+/// How a ``Replicator`` ships, snapshots, keeps its replica and rides out an outage of its store.
+///
+/// These are the knobs a service sets. How the replicator checkpoints, cuts log segments and snapshot parts, backs
+/// off and renews its lease keeps the defaults Docs/Replication.md gives (the command-line tool and the tests set some
+/// of them).
 public struct ReplicatorConfiguration: Sendable {
     /// How often ``Replicator/run()`` ships new commits (Litestream's default too). A commit is in the replica at
     /// most about this long, plus the upload, after it was made.
     public var syncInterval: Duration
     /// The replicator checkpoints once the log holds this many shipped frames (SQLite's own automatic checkpoint
     /// threshold, which the replicator replaces).
-    public var checkpointFrameCount: Int
+    package var checkpointFrameCount: Int
     /// …or when it holds any and the last checkpoint is this old.
-    public var checkpointInterval: Duration
+    package var checkpointInterval: Duration
     /// A new snapshot is taken when the last one is this old (a restore applies every segment since the snapshot
     /// it starts from); `nil` takes one per generation only.
     public var snapshotInterval: Duration?
@@ -24,25 +28,25 @@ public struct ReplicatorConfiguration: Sendable {
     public var maximumWALByteCount: Int64
     /// Log segments are cut at the first commit past this size (a single larger transaction makes one larger
     /// segment).
-    public var segmentByteCount: Int64
+    package var segmentByteCount: Int64
     /// Snapshots are stored in parts of this size (memory in use while one is uploaded or restored).
-    public var snapshotPartByteCount: Int
+    package var snapshotPartByteCount: Int
     /// The longest wait between retries while the store fails (the wait doubles from ``syncInterval``).
-    public var maximumRetryInterval: Duration
-    /// How long ``Replicator/stop()`` may spend shipping what is left.
+    package var maximumRetryInterval: Duration
+    /// How long ``Replicator/run()`` may spend shipping what is left once it is cancelled.
     public var shutdownTimeout: Duration
     /// As a sidecar: how long the replicator waits for the other process's writer when it takes the write lock.
-    public var busyTimeout: Duration
+    package var busyTimeout: Duration
     /// How long the replica's lease lasts without being renewed. A replicator renews it every third of this while it
     /// runs; one that finds the lease of a replicator on another machine waits this long for it to be renewed before
     /// it takes it over (a holder on the same machine is known alive or dead at once).
-    public var leaseDuration: Duration
+    package var leaseDuration: Duration
     /// Where shipping, gaps, new generations and failures are reported (never key material).
     public var logger: Logger
     /// The `database` dimension of every metric: a name, not a path.
     public var metricsName: String
     /// The metrics backend; by default the one bootstrapped with `MetricsSystem.bootstrap`.
-    public var metricsFactory: any MetricsFactory
+    package var metricsFactory: any MetricsFactory
     /// The clock for the times recorded in the replica and for ages (tests give their own).
     package var now: @Sendable () -> Date
     /// How ``Replicator/run()`` waits between syncs and before a retry, and how a replicator waits for another's
@@ -51,38 +55,39 @@ public struct ReplicatorConfiguration: Sendable {
     package var wait: @Sendable (Duration) async throws -> Void
 
     /// Creates a configuration.
+    ///
+    /// - Parameters:
+    ///   - syncInterval: How often new commits are shipped.
+    ///   - snapshotInterval: How old the last snapshot may get before a new one is taken; `nil`: one per generation.
+    ///   - retention: What the replica keeps; `nil` keeps everything.
+    ///   - maximumWALByteCount: How large the log may grow while the store fails before continuity is given up.
+    ///   - shutdownTimeout: How long shipping what is left may take when the replicator stops.
+    ///   - logger: Where the replicator reports (never key material).
+    ///   - metricsName: The `database` dimension of its metrics.
     public init(
         syncInterval: Duration = .seconds(1),
-        checkpointFrameCount: Int = 1000,
-        checkpointInterval: Duration = .seconds(60),
         snapshotInterval: Duration? = .seconds(24 * 3600),
         retention: ReplicaRetention? = ReplicaRetention(),
         maximumWALByteCount: Int64 = 256 << 20,
-        segmentByteCount: Int64 = 16 << 20,
-        snapshotPartByteCount: Int = 16 << 20,
-        maximumRetryInterval: Duration = .seconds(60),
         shutdownTimeout: Duration = .seconds(30),
-        busyTimeout: Duration = .seconds(5),
-        leaseDuration: Duration = .seconds(15),
         logger: Logger = Logger(label: "sqlcipherkit.replication"),
-        metricsName: String = "default",
-        metricsFactory: any MetricsFactory = MetricsSystem.factory
+        metricsName: String = "default"
     ) {
         self.syncInterval = syncInterval
-        self.checkpointFrameCount = checkpointFrameCount
-        self.checkpointInterval = checkpointInterval
+        checkpointFrameCount = 1000
+        checkpointInterval = .seconds(60)
         self.snapshotInterval = snapshotInterval
         self.retention = retention
         self.maximumWALByteCount = maximumWALByteCount
-        self.segmentByteCount = segmentByteCount
-        self.snapshotPartByteCount = snapshotPartByteCount
-        self.maximumRetryInterval = maximumRetryInterval
+        segmentByteCount = 16 << 20
+        snapshotPartByteCount = 16 << 20
+        maximumRetryInterval = .seconds(60)
         self.shutdownTimeout = shutdownTimeout
-        self.busyTimeout = busyTimeout
-        self.leaseDuration = leaseDuration
+        busyTimeout = .seconds(5)
+        leaseDuration = .seconds(15)
         self.logger = logger
         self.metricsName = metricsName
-        self.metricsFactory = metricsFactory
+        metricsFactory = MetricsSystem.factory
         now = { Date() }
         wait = { try await Task.sleep(for: $0) }
     }
@@ -99,16 +104,16 @@ public struct ReplicationStatus: Sendable, Hashable {
     /// How long commits have been waiting to be shipped: 0 when the last sync found nothing left.
     public var lag: Duration
     /// Committed frames not yet in the replica (counted when a sync failed or stopped early).
-    public var unshippedFrameCount: Int
+    package var unshippedFrameCount: Int
     /// Syncs failed in a row.
-    public var consecutiveFailureCount: Int
+    package var consecutiveFailureCount: Int
     /// The last failure's message.
     public var lastError: String?
     /// Gaps recorded since the replicator started (the log outgrew ``ReplicatorConfiguration/maximumWALByteCount``
     /// while the store failed).
     public var gapCount: Int
     /// Bytes shipped since the replicator started.
-    public var shippedByteCount: Int64
+    package var shippedByteCount: Int64
 
     /// Nothing shipped yet.
     package init() {
@@ -124,7 +129,7 @@ public struct ReplicationStatus: Sendable, Hashable {
     }
 
     /// Whether commits have waited longer than `threshold` (for a health check).
-    public func isLagging(over threshold: Duration) -> Bool {
+    package func isLagging(over threshold: Duration) -> Bool {
         lag > threshold
     }
 }
