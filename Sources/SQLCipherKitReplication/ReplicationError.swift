@@ -20,12 +20,12 @@ import SQLCipherKit
 public struct ReplicationError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
-        /// A stable identifier, such as `"notFound"`.
-        public let name: String
+        /// A stable identifier, such as `"notFound"` (what ``description`` gives).
+        package let name: String
 
         init(_ name: String) { self.name = name }
 
-        /// The name.
+        /// A stable identifier, such as `"notFound"`.
         public var description: String { name }
 
         /// Lets `catch ReplicationError.Kind.damaged` match an error of that kind.
@@ -42,8 +42,8 @@ public struct ReplicationError: Error, Sendable, CustomStringConvertible {
     /// command-line tool in its own).
     package let remedy: Remedy?
 
-    /// The reason, then the remedy in the library's words.
-    public var message: String {
+    /// The reason, then the remedy in the library's words (what ``description`` gives after the kind).
+    package var message: String {
         guard let remedy else { return reason }
         return reason + "; " + remedy.libraryWording
     }
@@ -55,7 +55,8 @@ public struct ReplicationError: Error, Sendable, CustomStringConvertible {
         self.remedy = remedy
     }
 
-    /// `kind: message`.
+    /// The kind, what happened, and what to do about it when there is something to say (`damaged: … ; to restore
+    /// an older state on purpose, name a point: …`).
     public var description: String { "\(kind): \(message)" }
 
     /// What a person can do about an error, worded by the library (``libraryWording``) and by the command-line
@@ -131,8 +132,9 @@ extension ReplicationError.Kind {
     /// An object's MAC does not verify with the key given: it was not written by a replicator holding the
     /// database's key (a forged or altered object, or one from another replica).
     public static let notAuthentic = Self("notAuthentic")
-    /// A file that was being read changed or was shorter than expected.
-    public static let sourceChanged = Self("sourceChanged")
+    /// A file that was being read changed or was shorter than expected (while shipping: ``Replicator/run()`` retries
+    /// it, so it shows only in ``ReplicationStatus/lastError``).
+    package static let sourceChanged = Self("sourceChanged")
     /// The destination of a restore or a download exists.
     public static let destinationExists = Self("destinationExists")
     /// Another replicator holds the replica's lease: two writers would fork it.

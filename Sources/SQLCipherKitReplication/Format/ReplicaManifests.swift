@@ -8,9 +8,10 @@ let replicaFormat = 2
 
 /// Why a generation started: what ended the one before it, or that there was none.
 ///
-/// Stored in `generation.json` (with a sentence of detail), given to the metric
+/// Stored in `generation.json` by its case name (with a sentence of detail), which is also how it prints; given to
+/// the metric
 /// `sqlcipherkit_replication_generations_total` as its `reason` dimension, and logged.
-public enum GenerationReason: String, Codable, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+public enum GenerationReason: String, Codable, Hashable, Sendable, CaseIterable {
     /// The replica had no generation this replicator could continue: the first one, or a replicator started
     /// where the newest generation does not continue the log on disk.
     case firstGeneration
@@ -33,9 +34,6 @@ public enum GenerationReason: String, Codable, Hashable, Sendable, CaseIterable,
     case previousNotAuthentic
     /// A follower of the replica became the primary (a promotion): the replica goes on from its state.
     case promoted
-
-    /// The name stored in the replica (`gap`, `fileReplaced`, …).
-    public var description: String { rawValue }
 }
 
 /// Where a generation comes from: the restore point of the generation before it that it follows, and that point's

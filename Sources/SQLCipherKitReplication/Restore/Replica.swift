@@ -13,13 +13,13 @@ import Darwin
 /// can write to the store could have written what is restored.
 ///
 /// ```swift
-/// let replica = Replica(store: try FolderReplicaStore(root: "/mnt/replica/notes"))
+/// let replica = Replica(store: try replicaStore(for: "file:///mnt/replica/notes"))
 /// let report = try await replica.restore(to: "/srv/notes-restored.db", at: .time(cutoff))
 /// print("restored \(report.point), \(report.byteCount) bytes")
 /// ```
 public struct Replica: Sendable {
     /// Where the replica is.
-    public let store: any ReplicaStore
+    package let store: any ReplicaStore
 
     /// A replica in `store`.
     public init(store: any ReplicaStore) {

@@ -10,7 +10,7 @@ import SQLCipherKit
 /// replica's structure are.
 ///
 /// ```swift
-/// let catalog = try await Replica(store: FolderReplicaStore(root: "/mnt/replica")).catalog()
+/// let catalog = try await Replica(store: replicaStore(for: "file:///mnt/replica")).catalog()
 /// for generation in catalog.generations {
 ///     print(generation.name, generation.restorePointRanges)
 /// }
@@ -28,7 +28,7 @@ public struct ReplicaCatalog: Sendable {
     let keyNames: [String]
 
     /// The generation called `name`.
-    public func generation(named name: String) -> ReplicaGeneration? {
+    package func generation(named name: String) -> ReplicaGeneration? {
         generations.first { $0.name == name }
     }
 
@@ -291,7 +291,7 @@ public struct ReplicaGeneration: Sendable {
     /// Its name: its sequence number and a random suffix (`0000000007-1f2e3d4c`).
     public let name: String
     /// Its sequence number: one more than the replica's newest generation when it started.
-    public let sequence: Int
+    package let sequence: Int
     /// Complete snapshots that can be used (their `snapshot.json` reads, and verifies when keys were given), by
     /// index.
     package let snapshots: [ReplicaSnapshot]
@@ -325,7 +325,7 @@ public struct ReplicaGeneration: Sendable {
     package let incompleteSnapshotIndexes: [Int]
 
     /// When it started, by the writing host's clock (informative); `nil` without a readable manifest.
-    public var createdAt: Date? { manifest.map { Date(milliseconds: $0.createdAtMilliseconds) } }
+    package var createdAt: Date? { manifest.map { Date(milliseconds: $0.createdAtMilliseconds) } }
 
     /// Why it started; `nil` without a readable manifest.
     public var reason: GenerationReason? { manifest?.reason }
@@ -334,7 +334,7 @@ public struct ReplicaGeneration: Sendable {
     package var reasonDetail: String? { manifest?.reasonDetail }
 
     /// The generation it follows, when there was one.
-    public var previousGeneration: String? { manifest?.previous?.generation }
+    package var previousGeneration: String? { manifest?.previous?.generation }
 
     /// The restore point at `index`, when it can be restored.
     public func restorePoint(at index: Int) -> RestorePoint? {
@@ -712,8 +712,8 @@ public struct RestorePoint: Sendable, Hashable, CustomStringConvertible {
     /// When the database was like this, by the writing host's clock.
     public let time: Date
 
-    /// Creates a restore point.
-    public init(generation: String, index: Int, time: Date) {
+    /// Creates a restore point (a catalog gives them; ``RestoreTarget/point(generation:index:)`` names one).
+    package init(generation: String, index: Int, time: Date) {
         self.generation = generation
         self.index = index
         self.time = time

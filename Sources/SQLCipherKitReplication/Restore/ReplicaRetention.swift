@@ -18,18 +18,18 @@ public struct ReplicaRetention: Sendable, Hashable {
         self.maximumSnapshotCount = maximumSnapshotCount
     }
 
-    /// Keeps everything.
-    public static let keepEverything = ReplicaRetention(maximumAge: nil, maximumSnapshotCount: nil)
+    /// Keeps everything (what ``ReplicatorConfiguration/retention`` `nil` does).
+    package static let keepEverything = ReplicaRetention(maximumAge: nil, maximumSnapshotCount: nil)
 }
 
 /// What retention removed.
-public struct RetentionReport: Sendable, Hashable {
+package struct RetentionReport: Sendable, Hashable {
     /// Snapshots removed, as `generation/index`.
-    public let removedSnapshots: [String]
+    package let removedSnapshots: [String]
     /// Generations removed whole.
-    public let removedGenerations: [String]
+    package let removedGenerations: [String]
     /// Objects removed in all.
-    public let removedObjectCount: Int
+    package let removedObjectCount: Int
 }
 
 extension Replica {
@@ -45,7 +45,7 @@ extension Replica {
     /// - Returns: What was removed.
     /// - Throws: ``ReplicationError`` from the store, ``DatabaseError`` for a local store's file errors.
     @discardableResult
-    public func applyRetention(
+    package func applyRetention(
         _ retention: ReplicaRetention, now: Date = Date(), activeGeneration: String? = nil
     ) async throws -> RetentionReport {
         let catalog = try await catalog()

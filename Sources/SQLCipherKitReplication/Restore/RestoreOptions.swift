@@ -44,26 +44,34 @@ public struct RestoreOptions: Sendable {
     /// place: the first that opens it must pass `quick_check` (and `cipher_integrity_check` on SQLCipher 4.2+).
     /// Empty: no key is needed, none is used, and the restore checks integrity only.
     public var verificationKeys: [VerificationKey]
-    /// Called as bytes are written (from the restoring task).
-    public var progress: (@Sendable (RestoreProgress) -> Void)?
+    /// Called as bytes are written (from the restoring task): the command-line tool's progress line.
+    package var progress: (@Sendable (RestoreProgress) -> Void)?
 
     /// Creates options.
-    public init(
-        replacesExisting: Bool = false, verificationKeys: [VerificationKey] = [],
-        progress: (@Sendable (RestoreProgress) -> Void)? = nil
-    ) {
+    ///
+    /// - Parameters:
+    ///   - replacesExisting: Replace the destination when it exists (atomically); off: an existing file is an error.
+    ///   - verificationKeys: Keys to authenticate the replica and open the result with; none: integrity only.
+    public init(replacesExisting: Bool = false, verificationKeys: [VerificationKey] = []) {
         self.replacesExisting = replacesExisting
         self.verificationKeys = verificationKeys
+    }
+
+    /// Creates options that report progress.
+    package init(
+        replacesExisting: Bool, verificationKeys: [VerificationKey], progress: @escaping @Sendable (RestoreProgress) -> Void
+    ) {
+        self.init(replacesExisting: replacesExisting, verificationKeys: verificationKeys)
         self.progress = progress
     }
 }
 
 /// How far a restore is.
-public struct RestoreProgress: Sendable, Hashable {
+package struct RestoreProgress: Sendable, Hashable {
     /// Bytes of snapshot parts and log segments downloaded and checked so far.
-    public let completedByteCount: Int64
+    package let completedByteCount: Int64
     /// Their total.
-    public let totalByteCount: Int64
+    package let totalByteCount: Int64
 }
 
 /// What a restore wrote.
@@ -71,7 +79,7 @@ public struct RestoreReport: Sendable {
     /// The restore point written.
     public let point: RestorePoint
     /// The file written (symlinks resolved).
-    public let path: String
+    package let path: String
     /// Its size.
     public let byteCount: Int64
     /// The snapshot it started from.
@@ -81,7 +89,7 @@ public struct RestoreReport: Sendable {
     /// The name of the key that opened it, when keys were given.
     public let verifiedWith: String?
     /// Its checks with that key.
-    public let integrity: IntegrityReport?
+    package let integrity: IntegrityReport?
     /// The newest point the replica holds (what ``RestoreTarget/latest`` restores), with its time: how recent the
     /// replica is, and how far behind it a restore of an older point is. Someone who can delete the newest objects
     /// from the store can make an older replica look like this one; only a record kept outside the store (the
