@@ -44,8 +44,9 @@ public struct RestoreOptions: Sendable {
     /// place: the first that opens it must pass `quick_check` (and `cipher_integrity_check` on SQLCipher 4.2+).
     /// Empty: no key is needed, none is used, and the restore checks integrity only.
     public var verificationKeys: [VerificationKey]
-    /// Called as bytes are written (from the restoring task): the command-line tool's progress line.
-    package var progress: (@Sendable (RestoreProgress) -> Void)?
+    /// Called as bytes are downloaded and checked (from the restoring task, so it must not block): a progress bar's
+    /// figures. `nil` by default.
+    public var progress: (@Sendable (RestoreProgress) -> Void)?
 
     /// Creates options.
     ///
@@ -66,12 +67,12 @@ public struct RestoreOptions: Sendable {
     }
 }
 
-/// How far a restore is.
-package struct RestoreProgress: Sendable, Hashable {
+/// How far a restore is, as ``RestoreOptions/progress`` reports it.
+public struct RestoreProgress: Sendable, Hashable {
     /// Bytes of snapshot parts and log segments downloaded and checked so far.
-    package let completedByteCount: Int64
+    public let completedByteCount: Int64
     /// Their total.
-    package let totalByteCount: Int64
+    public let totalByteCount: Int64
 }
 
 /// What a restore wrote.
