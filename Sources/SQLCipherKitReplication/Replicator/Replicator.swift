@@ -322,8 +322,7 @@ public actor Replicator {
                 generation: nil, now: configuration.now(),
                 waiting: { holder, duration in
                     logger.warning(
-                        "replica lease held by a replicator this host cannot check; waiting for it to renew before"
-                            + " taking it over",
+                        "replica lease held by a replicator this host cannot check; waiting for it to renew before taking it over",
                         metadata: ["holder": "\(holder)", "wait": "\(duration)"])
                 }, wait: configuration.wait)
         } catch {
