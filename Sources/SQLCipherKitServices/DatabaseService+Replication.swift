@@ -129,8 +129,12 @@ extension DatabaseService {
             metadata: ["path": "\(path)", "timeout": "\(timeout)"])
         replication.cancel()
         // The wait runs in a task of its own (outcome(of:timeout:)): when run() itself was cancelled (not a graceful
-        // shutdown), a child task would inherit the cancellation and its timeout would end at once.
-        let finished = await SQLCipherKit.outcome(of: { await replication.value }, timeout: timeout + .seconds(1)) != nil
+        // shutdown), a child task would inherit the cancellation and its timeout would end at once. The replicator's
+        // own stop takes at most twice its timeout (the last ship, then as long again for it to honour
+        // cancellation); what it shipped, it says.
+        let ended = await SQLCipherKit.outcome(of: { await replication.value }, timeout: timeout * 2 + .seconds(1))
+        var finished = false
+        if case .finished = ended { finished = await replicator.shippedEverythingAtLastStop == true }
         if finished {
             let status = await replicator.status
             logger.info(

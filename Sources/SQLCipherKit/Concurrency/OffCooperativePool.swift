@@ -26,20 +26,40 @@ package func offCooperativePool<T: Sendable>(
     }
 }
 
+/// What ``outcome(of:timeout:)`` found.
+package enum TimedOutcome<T: Sendable>: Sendable {
+    /// The work ended within the timeout.
+    case finished(Result<T, any Error>)
+    /// The timeout came first; the work was cancelled and ended within the grace period after it.
+    case cancelled
+    /// The timeout came first and the cancelled work had not ended one more timeout later (it ignores
+    /// cancellation: a call blocked in the kernel, a store that never answers). It may still be running: the
+    /// caller must not give up anything the work relies on for correctness (a lease) and must make what it
+    /// closes fail safely for it.
+    case abandoned
+}
+
 /// Runs `work` against a timeout: its outcome when it ends first; otherwise, once `timeout` has passed, it is
-/// cancelled and awaited (so nothing it uses is closed under it), and the answer is `nil`.
+/// cancelled and awaited for up to `timeout` more (so that, when it honours cancellation, nothing it uses is closed
+/// under it), never longer: a shutdown that must end in bounded time cannot wait for work that ignores
+/// cancellation.
 ///
-/// The work and the timer run in tasks of their own, not children of the caller's: a shutdown runs in a task that
+/// The work and the timers run in tasks of their own, not children of the caller's: a shutdown runs in a task that
 /// is already cancelled, and children would inherit that (the timer would end at once, the work would be cancelled
 /// before it began).
-///
-/// - Returns: The work's result, or `nil` when the timeout came first.
 package func outcome<T: Sendable>(
     of work: @escaping @Sendable () async throws -> T, timeout: Duration
-) async -> Result<T, any Error>? {
+) async -> TimedOutcome<T> {
     let workTask = Task { try await work() }
+    if await endsFirst(workTask, within: timeout) { return .finished(await workTask.result) }
+    workTask.cancel()
+    return await endsFirst(workTask, within: timeout) ? .cancelled : .abandoned
+}
+
+/// Whether `task` ends before `timeout` passes (the task is not cancelled here).
+private func endsFirst<T: Sendable>(_ task: Task<T, any Error>, within timeout: Duration) async -> Bool {
     let timer = Task { try await Task.sleep(for: timeout) }
-    let workEndedFirst = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+    let ended = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
         let outcome = Locked<CheckedContinuation<Bool, Never>?>(continuation)
         let resume = { @Sendable (value: Bool) in
             outcome.withLock { continuation in
@@ -48,7 +68,7 @@ package func outcome<T: Sendable>(
             }
         }
         Task {
-            _ = await workTask.result
+            _ = await task.result
             resume(true)
         }
         Task {
@@ -57,8 +77,5 @@ package func outcome<T: Sendable>(
         }
     }
     timer.cancel()
-    if workEndedFirst { return await workTask.result }
-    workTask.cancel()
-    _ = await workTask.result
-    return nil
+    return ended
 }

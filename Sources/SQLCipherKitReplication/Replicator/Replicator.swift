@@ -96,6 +96,8 @@ public actor Replicator {
     var captured: [CapturedSegment] = []
     var hasTriedResume = false
     var nextGenerationReason = (GenerationReason.firstGeneration, "the replica had no generation to continue")
+    /// Whether the last stop shipped everything committed before it (`nil` before any stop).
+    package private(set) var shippedEverythingAtLastStop: Bool?
     /// The last point of the generation before the next one (kept when a generation ends).
     var previousLink: GenerationLink?
     /// The replica's identity, once known (from the store's newest generation, or new).
@@ -338,19 +340,22 @@ public actor Replicator {
     private func shutDown() async {
         guard let database else { return }
         let timeout = configuration.shutdownTimeout
-        // Whichever ends first: the last ship, or the timeout (then the ship is cancelled and awaited before the
-        // connections close; what it stored is complete objects only).
+        // Whichever ends first: the last ship, or the timeout. Then the ship is cancelled and awaited for one more
+        // timeout, so that the connections do not close under it; a ship that ignores cancellation (a store call
+        // blocked in the kernel) is abandoned: what it uses fails once closed, and the lease is left as a killed
+        // process leaves it, since this process may still write.
         let outcome = await SQLCipherKit.outcome(of: { try await self.finalShip() }, timeout: timeout)
         var shipped = false
-        if case .success? = outcome { shipped = true }
+        if case .finished(.success) = outcome { shipped = true }
+        shippedEverythingAtLastStop = shipped
         if shipped {
             logger.info("replication stopped; everything committed was shipped", metadata: [
                 "generation": "\(generation?.name ?? "none")", "index": "\((generation?.nextIndex ?? 1) - 1)",
             ])
         } else {
-            logger.warning("replication stopped before everything was shipped", metadata: [
-                "generation": "\(generation?.name ?? "none")", "timeout": "\(timeout)",
-            ])
+            var metadata: Logger.Metadata = ["generation": "\(generation?.name ?? "none")", "timeout": "\(timeout)"]
+            if case .abandoned = outcome { metadata["lastShip"] = "still running after cancellation; lease left" }
+            logger.warning("replication stopped before everything was shipped", metadata: metadata)
         }
         await database.close()
         self.database = nil
@@ -358,7 +363,7 @@ public actor Replicator {
         if let generation { previousLink = captured.isEmpty ? generation.link : nil }
         generation = nil
         captured.removeAll()
-        await lease.release()
+        if case .abandoned = outcome { await lease.abandon() } else { await lease.release() }
         nextGenerationReason = (
             .notContinuous, "the replicator started again and the log on disk does not continue the replica")
     }

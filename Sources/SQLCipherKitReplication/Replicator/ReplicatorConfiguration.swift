@@ -33,7 +33,10 @@ public struct ReplicatorConfiguration: Sendable {
     package var snapshotPartByteCount: Int
     /// The longest wait between retries while the store fails (the wait doubles from ``syncInterval``).
     package var maximumRetryInterval: Duration
-    /// How long ``Replicator/run()`` may spend shipping what is left once it is cancelled.
+    /// How long ``Replicator/run()`` may spend shipping what is left once it is cancelled. Past it, the last ship is
+    /// cancelled and given as long again to end; one that still has not (a store call that ignores cancellation)
+    /// is abandoned, and the replica's lease is left to expire as a killed process's would. So a stop takes at
+    /// most twice this.
     public var shutdownTimeout: Duration
     /// As a sidecar: how long the replicator waits for the other process's writer when it takes the write lock.
     package var busyTimeout: Duration
