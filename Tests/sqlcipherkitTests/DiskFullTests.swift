@@ -9,7 +9,9 @@ import Glibc
 /// A full disk during every command that writes: a real one, a small tmpfs mounted for the test (root only, as CI
 /// runs). The command fails saying the disk is full, the database is byte for byte as it was and opens with its old
 /// key, and nothing is left behind: no temporary file, no half-written destination, no plaintext.
-@Suite("sqlcipherkit on a full disk", .serialized, .enabled(if: FullDisk.isAvailable, FullDisk.unavailableReason))
+@Suite(
+    "sqlcipherkit on a full disk", .serialized,
+    .enabled(if: FullDisk.isAvailable, Comment(rawValue: FullDisk.unavailableReason)))
 struct DiskFullTests {
     static let rows = 20_000
 
@@ -135,49 +137,5 @@ struct DiskFullTests {
         let left = try FileManager.default.contentsOfDirectory(atPath: setup.disk.url.path)
         #expect(left.sorted() == ["filler", "plain-source.db"], "\(left)")
         #expect(encrypt.standardError.contains("full"), "\(encrypt)")
-    }
-}
-
-/// A small tmpfs mounted for a test: a file system that really fills up (ENOSPC), unlike a file-size limit.
-final class FullDisk {
-    let url: URL
-
-    static let isAvailable: Bool = {
-        guard geteuid() == 0, FileManager.default.isExecutableFile(atPath: "/bin/mount") else { return false }
-        let probe = FileManager.default.temporaryDirectory.appendingPathComponent("fulldisk-probe-\(UUID().uuidString)")
-        guard let disk = try? FullDisk(at: probe.path, bytes: 64 * 1024) else { return false }
-        disk.unmount()
-        return true
-    }()
-
-    static let unavailableReason: Comment =
-        "mounts a small tmpfs to fill the disk for real: needs root and mount (CI runs as root)"
-
-    init(at path: String, bytes: Int) throws {
-        url = URL(fileURLWithPath: path, isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        let status = try Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(bytes),mode=0700", "tmpfs", path])
-        guard status == 0 else {
-            try? FileManager.default.removeItem(at: url)
-            throw CocoaError(.fileWriteNoPermission, userInfo: [NSLocalizedDescriptionKey: "mount failed"])
-        }
-    }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    func unmount() {
-        _ = try? Self.run("/bin/umount", [url.path])
-        try? FileManager.default.removeItem(at: url)
-    }
-
-    private static func run(_ tool: String, _ arguments: [String]) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
     }
 }
