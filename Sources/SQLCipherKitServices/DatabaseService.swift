@@ -132,6 +132,20 @@ public final class DatabaseService: Service, Sendable {
     public var pendingKeyFile: String { handOver.pendingKeyFile }
     /// Where a hand-over records the key being rotated in, from the rekey until it is renamed over ``keyFile``.
     public var rotatingKeyFile: String { handOver.rotatingKeyFile }
+    /// Where the service writes the key it uses when ``keyFile`` stops opening the database (`<keyFile>.in-use`):
+    /// replaced by hand with another key, removed, or made unreadable. Without it, the key would be in memory only
+    /// and lost with the process.
+    ///
+    /// The copy is created with mode 0600 and flushed (the file, then its folder) before the service logs, at error
+    /// level, that it wrote it and what to do: move it over the key file (`mv`), or hand a new key over through
+    /// ``pendingKeyFile``. Whatever already is at this name (another key, a link, anything that is not a copy of the
+    /// key in use) is never replaced nor followed: the copy then goes to `<keyFile>.in-use.2`, up to `.in-use.9`,
+    /// and the log names both. Once the key file opens the database again with the same key, the copy is removed;
+    /// after a hand-over to another key it is kept (it opens backups taken before). A restart never reads the copy
+    /// on its own: while the key file does not open the database, opening the service fails, naming the copy.
+    ///
+    /// - Warning: The copy is a key file like the others: back it up, move it or delete it with the same care.
+    public var inUseKeyFile: String { handOver.inUseKeyFile }
     /// The replicator when ``Configuration/replication`` is set: its ``Replicator/status``,
     /// ``Replicator/statusUpdates()`` and ``Replicator/syncNow()`` are the service's. ``run()`` runs it.
     public let replicator: Replicator?
@@ -151,6 +165,16 @@ public final class DatabaseService: Service, Sendable {
         var isWALTruncatePending = false
         var failedAttemptCount = 0
         var nextAttempt: ContinuousClock.Instant?
+        /// Set while the key file does not open the database (the pool's key is then what does).
+        var keyFileIncident: KeyFileIncident?
+    }
+
+    /// The key file stopped opening the database: where the key in use was written back, or why it could not be.
+    private struct KeyFileIncident {
+        /// The copy of the key in use, once one is on disk; `nil`: the key is in memory only (tried at every check).
+        var copy: (path: String, identity: EncryptionKey.KeyFileIdentity?)?
+        /// The last reason writing the copy failed, so a failure that repeats at every check is logged once.
+        var lastFailure: String?
     }
 
     var logger: Logger { configuration.logger }
@@ -245,7 +269,30 @@ public final class DatabaseService: Service, Sendable {
         throw DatabaseError(
             .wrongKey,
             "none of the key files opens \(path): \(handOver.keyFile), \(handOver.rotatingKeyFile) (a hand-over in"
-                + " progress) and \(handOver.pendingKeyFile) (a pending key) were tried, those that exist")
+                + " progress) and \(handOver.pendingKeyFile) (a pending key) were tried, those that exist"
+                + inUseCopiesAdvice(path: path, handOver: handOver, settings: configuration.pool.settings))
+    }
+
+    /// What the start error says about copies of a key in use (``inUseKeyFile``): which opens the database, and how to
+    /// put it back. They are never used on their own: the key file is where the operator says which key the database
+    /// has, and a service that quietly started on a copy would keep running on a key file that does not open its
+    /// database (the next replica, backup or `sqlcipherkit verify --key-file` would fail on it instead).
+    private static func inUseCopiesAdvice(path: String, handOver: KeyHandOver, settings: CipherSettings) -> String {
+        let copies = handOver.existingInUseCopies
+        guard !copies.isEmpty else { return "" }
+        let opening = copies.first { copy in
+            guard let key = try? EncryptionKey(contentsOf: copy) else { return false }
+            return KeyState.probe(
+                path: path, old: .key(key, settings: settings), new: .key(key, settings: settings), depth: .firstPage
+            ) == .both
+        }
+        if let opening {
+            return "; \(opening) opens it: a DatabaseService wrote it there, with the key it was using, when the key"
+                + " file stopped opening the database. It is not used on its own: if the key file's content is a"
+                + " mistake, put it back with `mv \(opening) \(handOver.keyFile)`"
+        }
+        return "; \(copies.joined(separator: ", ")) (a copy of a key in use, written by a DatabaseService) exist but do"
+            + " not open it either"
     }
 
     // MARK: - Service
@@ -323,7 +370,8 @@ public final class DatabaseService: Service, Sendable {
         let hasRecord = FileManager.default.fileExists(atPath: handOver.rotatingKeyFile)
         let keyFileChanged = EncryptionKey.KeyFileIdentity(path: handOver.keyFile) != knownIdentity
         let hasPending = attemptsHandOver && handOver.hasPendingKey
-        guard hasRecord || keyFileChanged || hasPending else { return false }
+        let isKeyOnlyInMemory = state.withLock { $0.keyFileIncident.map { $0.copy == nil } ?? false }
+        guard hasRecord || keyFileChanged || hasPending || isKeyOnlyInMemory else { return false }
         guard let turn = try handOver.takeTurn() else {
             // Another replica is handing a key over: its recorded key may already be the one that opens the file.
             adoptWithoutTurn()
@@ -331,7 +379,11 @@ public final class DatabaseService: Service, Sendable {
         }
         defer { turn.release() }
         if hasRecord { try settleRecordedHandOver() }
-        if keyFileChanged { try adoptChangedKeyFile() }
+        if keyFileChanged {
+            try adoptChangedKeyFile()
+        } else if isKeyOnlyInMemory {
+            writeKeyInUseBack(because: "the key file does not open the database")
+        }
         guard hasPending else { return false }
         return try handOverPendingKey()
     }
@@ -393,9 +445,20 @@ public final class DatabaseService: Service, Sendable {
     /// The key file was replaced by someone else: another replica that rotated the key, or an operator.
     private func adoptChangedKeyFile() throws {
         let current = state.withLock { $0.key }
-        let (fileKey, identity) = try EncryptionKey.readKeyFile(atPath: handOver.keyFile)
+        let fileKey: EncryptionKey
+        let identity: EncryptionKey.KeyFileIdentity
+        do {
+            (fileKey, identity) = try EncryptionKey.readKeyFile(atPath: handOver.keyFile)
+        } catch {
+            // Removed, made readable by others, not a file: no file the service accepts holds the key any more.
+            state.withLock { $0.keyFileIdentity = EncryptionKey.KeyFileIdentity(path: handOver.keyFile) }
+            let reason = (error as? DatabaseError)?.message ?? "\(error)"
+            keyFileStoppedOpening(because: "the key file changed and cannot be used (\(reason))")
+            return
+        }
         if fileKey.isSameKey(as: current) {
             state.withLock { $0.keyFileIdentity = identity }
+            keyFileOpensAgain(with: fileKey)
             return
         }
         switch probe(current, fileKey) {
@@ -407,10 +470,7 @@ public final class DatabaseService: Service, Sendable {
                     + " with it"), metadata: metadata)
         case .old:
             state.withLock { $0.keyFileIdentity = identity }
-            logger.error(
-                .init(stringLiteral: "the key file changed, but its key does not open the database; the pool keeps the key that does. Put"
-                    + " that key back in the key file, or hand a new key over through the pending key file"),
-                metadata: metadata.merging(["pendingKeyFile": "\(pendingKeyFile)"]) { $1 })
+            keyFileStoppedOpening(because: "the key file changed, but its key does not open the database")
         case let opening:
             logger.warning(
                 "the key file changed; which key opens the database could not be decided (\(opening)); checking again later",
@@ -529,11 +589,85 @@ public final class DatabaseService: Service, Sendable {
             ]) { $1 })
     }
 
+    /// The pool now uses `key`, which the key file holds (rotated in, or adopted from it).
     private func adopt(_ key: EncryptionKey, identity: EncryptionKey.KeyFileIdentity? = nil) {
         let identity = identity ?? EncryptionKey.KeyFileIdentity(path: handOver.keyFile)
         state.withLock { state in
             state.key = key
             state.keyFileIdentity = identity
+        }
+        keyFileOpensAgain(with: key)
+    }
+
+    // MARK: - A key file that stopped opening the database
+
+    /// The key file no longer gives the key that opens the database: the pool keeps its key, and writes it back.
+    private func keyFileStoppedOpening(because reason: String) {
+        state.withLock { state in
+            if state.keyFileIncident == nil { state.keyFileIncident = KeyFileIncident() }
+            state.keyFileIncident?.copy = nil
+        }
+        writeKeyInUseBack(because: reason)
+    }
+
+    /// Writes the pool's key to ``inUseKeyFile`` (with the turn held), then logs where; or logs why it could not (at
+    /// error level once per distinct reason; it is tried again at every check).
+    private func writeKeyInUseBack(because reason: String) {
+        let key = state.withLock { $0.key }
+        let copyMetadata = metadata.merging(["inUseKeyFile": "\(inUseKeyFile)", "pendingKeyFile": "\(pendingKeyFile)"]) { $1 }
+        do {
+            let copy = try handOver.writeInUseCopy(of: key)
+            state.withLock { state in
+                state.keyFileIncident = KeyFileIncident(copy: (copy.path, copy.identity), lastFailure: nil)
+            }
+            let skipped = copy.skipped.isEmpty
+                ? ""
+                : " (\(copy.skipped.joined(separator: ", ")) left untouched: each is something other than a copy of this"
+                    + " key, perhaps another key; remove it once you know what it is)"
+            let written = copy.wasAlreadyThere
+                ? "\(copy.path) already holds it\(skipped)"
+                : "it was written to \(copy.path) (mode 0600, flushed to disk)\(skipped), and that file opens the database"
+            logger.error(
+                .init(stringLiteral: "\(reason); the pool keeps the key that does: \(written). Put it back with `mv \(copy.path)"
+                    + " \(keyFile)` if the key file's new content was a mistake, or hand a new key over through"
+                    + " \(pendingKeyFile); until then a restart fails"),
+                metadata: copyMetadata.merging(["inUseKeyFile": "\(copy.path)"]) { $1 })
+        } catch {
+            let failure = (error as? DatabaseError)?.message ?? "\(error)"
+            let isRepeated = state.withLock { state in
+                defer { state.keyFileIncident?.lastFailure = failure }
+                return state.keyFileIncident?.lastFailure == failure
+            }
+            logger.log(
+                level: isRepeated ? .debug : .error,
+                .init(stringLiteral: "\(reason); the pool keeps the key that does, but it is in memory only: writing it to"
+                    + " \(inUseKeyFile) failed (\(failure)), and a crash now loses it. Make \(handOver.folder) writable"
+                    + " or free space (it is tried again at every check), or hand a new key over through \(pendingKeyFile)"),
+                metadata: copyMetadata)
+        }
+    }
+
+    /// The key file holds the pool's key (`key`) again: ends an incident. The copy written back is removed when it
+    /// holds the same key and is still the file written (nothing is lost: the key file has it); a copy of another key
+    /// (the key file now holds a key rotated in since) is kept, because it opens backups taken before.
+    private func keyFileOpensAgain(with key: EncryptionKey) {
+        guard let incident = state.withLock({ state in defer { state.keyFileIncident = nil }; return state.keyFileIncident })
+        else { return }
+        guard let copy = incident.copy, EncryptionKey.KeyFileIdentity(path: copy.path) == copy.identity else {
+            logger.notice("the key file opens the database again", metadata: metadata)
+            return
+        }
+        if let copied = try? EncryptionKey(contentsOf: copy.path), copied.isSameKey(as: key),
+           handOver.removeInUseCopy(at: copy.path, ifStill: copy.identity) {
+            logger.notice(
+                "the key file opens the database again; removed \(copy.path), the copy of the same key written while it did not",
+                metadata: metadata)
+        } else {
+            logger.notice(
+                .init(stringLiteral: "the key file opens the database again, with another key; \(copy.path) holds the key used before"
+                    + " and is kept: it no longer opens the database, but it opens backups taken before. Remove it once"
+                    + " it is kept with them"),
+                metadata: metadata)
         }
     }
 

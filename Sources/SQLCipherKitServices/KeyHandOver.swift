@@ -17,6 +17,7 @@ import Darwin
 /// | `pendingKeyFile` (`<keyFile>.next`) | a new key an operator handed over; read once per hand-over, by descriptor |
 /// | `rotatingKeyFile` (`<keyFile>.rotating`) | the exact key being rotated in, written from the bytes that were read, before the rekey |
 /// | `<pendingKeyFile>.rejected` | a pending key that was refused (the log says why) |
+/// | `inUseKeyFile` (`<keyFile>.in-use`, else `.in-use.2` … `.in-use.9`) | the key the pool uses, written back when the key file stopped opening the database |
 ///
 /// Files change only while the caller holds the hand-over turn (``takeTurn(waiting:)``): an `flock` on the key
 /// file's folder, so two replicas of a service on one database, or two services whose keys share a folder, never
@@ -26,6 +27,9 @@ final class KeyHandOver: Sendable {
     let pendingKeyFile: String
     let rotatingKeyFile: String
     var rejectedKeyFile: String { pendingKeyFile + ".rejected" }
+    var inUseKeyFile: String { keyFile + ".in-use" }
+    /// The names a copy of the key in use may take, in order: a name taken by anything else is never reused.
+    var inUseKeyFileNames: [String] { [inUseKeyFile] + (2...9).map { inUseKeyFile + ".\($0)" } }
     let folder: String
 
     init(keyFile: String, pendingSuffix: String) {
@@ -190,6 +194,107 @@ final class KeyHandOver: Sendable {
             _ = rename(taken, pendingKeyFile + ".superseded-\(time(nil))")
         }
         return false
+    }
+
+    // MARK: - The key in use, written back
+
+    /// Where a copy of the key in use was found or written, and the names skipped because something else was there.
+    struct InUseCopy {
+        let path: String
+        let identity: EncryptionKey.KeyFileIdentity?
+        let wasAlreadyThere: Bool
+        let skipped: [String]
+    }
+
+    /// Makes sure a file beside the key file holds `key`: the first of ``inUseKeyFileNames`` that is a regular file
+    /// holding `key` already, or else the first free one, written under a temporary name (`O_EXCL`, mode 0600,
+    /// flushed, folder flushed), then linked to its name (`link` never replaces what is there, and never follows
+    /// a link) and the folder flushed again. A name taken by anything else (another key, a link, a folder, a FIFO,
+    /// a file that cannot be read) is left untouched and the next is tried.
+    ///
+    /// - Throws: ``DatabaseError/fileSystem`` naming the file and the system's reason when it cannot be written (a
+    ///   read-only folder, a full disk), or when every name is taken; nothing is left behind. Never key material.
+    func writeInUseCopy(of key: EncryptionKey) throws -> InUseCopy {
+        var skipped: [String] = []
+        for name in inUseKeyFileNames {
+            var status = stat()
+            if lstat(name, &status) == 0 {
+                if (status.st_mode & S_IFMT) == S_IFREG, let (found, identity) = try? EncryptionKey.readKeyFile(atPath: name),
+                   found.isSameKey(as: key) {
+                    return InUseCopy(path: name, identity: identity, wasAlreadyThere: true, skipped: skipped)
+                }
+                skipped.append(name)
+                continue
+            }
+            guard errno == ENOENT else {
+                throw DatabaseError(.fileSystem, "cannot look at \(name): \(errnoText())")
+            }
+            guard try writeLinked(key, as: name) else {
+                skipped.append(name)  // created meanwhile by someone else
+                continue
+            }
+            return InUseCopy(
+                path: name, identity: EncryptionKey.KeyFileIdentity(path: name), wasAlreadyThere: false,
+                skipped: skipped)
+        }
+        throw DatabaseError(
+            .fileSystem,
+            "\(inUseKeyFile) and \(inUseKeyFile).2 to .9 are all taken by other files, none of which holds the key in"
+                + " use; none was overwritten")
+    }
+
+    /// Writes `key` to a temporary file and links it to `name`. `false` when `name` exists (nothing written).
+    private func writeLinked(_ key: EncryptionKey, as name: String) throws -> Bool {
+        let temporary = inUseKeyFile + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        do {
+            try key.write(toKeyFile: temporary)
+        } catch let error as DatabaseError {
+            // Said of the copy's name: the temporary one changes at every attempt, and is gone.
+            throw DatabaseError(error.kind, error.message.replacingOccurrences(of: temporary, with: name))
+        }
+        if link(temporary, name) != 0 {
+            let failure = errno
+            unlink(temporary)
+            if failure == EEXIST { return false }
+            // A file system without hard links: the same bytes created under the name itself, still never
+            // replacing anything (O_EXCL). A crash in the middle leaves at worst a short file under that name,
+            // which the next attempt skips as "not the key in use".
+            guard failure == EPERM || failure == ENOTSUP || failure == EMLINK else {
+                throw DatabaseError(.fileSystem, "cannot link \(temporary) to \(name): \(String(cString: strerror(failure)))")
+            }
+            try key.write(toKeyFile: name)
+            return true
+        }
+        unlink(temporary)
+        try syncFolderOrThrow()
+        return true
+    }
+
+    /// Removes a copy written by ``writeInUseCopy(of:)`` if it is still that file. Returns whether it was removed.
+    @discardableResult
+    func removeInUseCopy(at path: String, ifStill identity: EncryptionKey.KeyFileIdentity?) -> Bool {
+        guard let identity, EncryptionKey.KeyFileIdentity(path: path) == identity, unlink(path) == 0 else { return false }
+        syncFolder()
+        return true
+    }
+
+    /// The copies of a key in use that exist now (regular files only).
+    var existingInUseCopies: [String] {
+        inUseKeyFileNames.filter { name in
+            var status = stat()
+            return lstat(name, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
+        }
+    }
+
+    private func syncFolderOrThrow() throws {
+        let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw DatabaseError(.fileSystem, "cannot open the key folder \(folder) to flush it: \(errnoText())")
+        }
+        defer { _ = close(descriptor) }
+        guard fsync(descriptor) == 0 else {
+            throw DatabaseError(.fileSystem, "cannot flush the key folder \(folder) to disk: \(errnoText())")
+        }
     }
 
     private func syncFolder() {
