@@ -43,7 +43,9 @@ import Synchronization
 ///
 /// At start, and at every check, the key that opens the database is found from the files: ``keyFile``, then
 /// ``rotatingKeyFile`` (a hand-over interrupted after its rekey is finished), then ``pendingKeyFile``. When another
-/// replica rotated the key, ``keyFile`` changes and opens the database: the pool reopens with it.
+/// replica rotated the key, ``keyFile`` changes and opens the database: the pool reopens with it. When ``keyFile``
+/// changes and no longer opens the database, the pool keeps its key and the service writes it to ``inUseKeyFile``
+/// (mode 0600, flushed), so that a file on disk still opens the database.
 ///
 /// **Replication.** With ``Configuration/replication`` set, the service ships the database's encrypted pages and
 /// log frames to a ``ReplicaStore`` while it runs (a ``Replicator`` that owns the checkpoints), pauses replication
@@ -189,7 +191,8 @@ public final class DatabaseService: Service, Sendable {
     /// ``Configuration/handOverWaitTimeout``).
     ///
     /// - Throws: The errors of ``DatabasePool/init(path:keyProvider:configuration:)`` and of the key file;
-    ///   ``DatabaseError/wrongKey`` naming every file tried when none opens the database.
+    ///   ``DatabaseError/wrongKey`` naming every file tried when none opens the database, and the copy of a key in
+    ///   use (``inUseKeyFile``) that does, if there is one (it is never used on its own).
     public init(path: String, keyFile: String, configuration: Configuration = Configuration()) throws {
         self.path = path
         self.configuration = configuration
