@@ -6,7 +6,6 @@ import NIOCore
 import SQLCipherKit
 import SQLCipherKitSQLKit
 import SQLKit
-import Synchronization
 
 /// A Fluent `Database` (and SQLKit `SQLDatabase`) over ``SQLCipherSQLDatabase``.
 struct SQLCipherFluentDatabase: Database, SQLDatabase {
@@ -136,7 +135,7 @@ private struct UncheckedResult<T>: @unchecked Sendable {
 
 /// Rows gathered on the pool's queue, handed to Fluent on its event loop.
 private final class RowCollector: Sendable {
-    private let rows = Mutex<[any SQLRow]>([])
+    private let rows = Locked<[any SQLRow]>([])
     func append(_ row: any SQLRow) { rows.withLock { $0.append(row) } }
     func take() -> [any SQLRow] { rows.withLock { $0 } }
 }

@@ -1,7 +1,6 @@
 #if SQLKit  // trait SQLKit (Package.swift)
 import Dispatch
 import SQLCipherKit
-import Synchronization
 
 /// Keeps the pool's writer inside one transaction while an async closure runs, and runs that closure's statements
 /// on it.
@@ -24,7 +23,7 @@ final class WriterSession: Sendable {
         var isFinished = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let semaphore = DispatchSemaphore(value: 0)
 
     /// Thrown out of the write closure to roll back; never seen by callers.

@@ -106,7 +106,7 @@ enum PoolBenchmark {
         let entered = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let finished = DispatchSemaphore(value: 0)
-        let failure = Mutex<(any Error)?>(nil)
+        let failure = Locked<(any Error)?>(nil)
 
         init(_ pool: DatabasePool) throws {
             DispatchQueue(label: "sqlcipherkit-benchmarks.reader-hold").async { [self] in
@@ -172,8 +172,8 @@ enum PoolBenchmark {
         let ready = DispatchSemaphore(value: 0)
         let start = DispatchSemaphore(value: 0)
         let finished = DispatchGroup()
-        let results = Mutex<[WorkerResult]>([])
-        let errors = Mutex<[any Error]>([])
+        let results = Locked<[WorkerResult]>([])
+        let errors = Locked<[any Error]>([])
 
         var isRunning: Bool { !isStopped.load(ordering: .relaxed) }
 

@@ -587,7 +587,7 @@ enum RatioBenchmark {
 
     /// The checksums of several threads or tasks, and the first error.
     final class Results: Sendable {
-        private let state = Mutex<(sum: Int64, error: (any Error)?)>((0, nil))
+        private let state = Locked<(sum: Int64, error: (any Error)?)>((0, nil))
 
         func add(_ value: Int64) { state.withLock { $0.sum &+= value } }
         func fail(_ error: any Error) { state.withLock { if $0.error == nil { $0.error = error } } }

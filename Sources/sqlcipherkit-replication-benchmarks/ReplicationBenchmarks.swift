@@ -3,7 +3,6 @@ import Foundation
 import SQLCipherKit
 import SQLCipherKitReplication
 import SQLCipherKitServices
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -209,7 +208,7 @@ final class TimingStore: ConditionalReplicaStore {
     }
 
     let inner: FolderReplicaStore
-    private let stored = Mutex<[Segment]>([])
+    private let stored = Locked<[Segment]>([])
 
     init(_ inner: FolderReplicaStore) { self.inner = inner }
 

@@ -1,6 +1,5 @@
 import ArgumentParser
 import SQLCipherKit
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -104,7 +103,7 @@ struct BackupCommand: OperatorCommand {
 
 /// The phases of a backup: pages copied (reported by SQLite's backup API), then the verification of the copy.
 final class BackupPhases: Sendable {
-    private let progress = Mutex<(step: BackupProgress?, endShown: Bool)>((nil, false))
+    private let progress = Locked<(step: BackupProgress?, endShown: Bool)>((nil, false))
 
     func record(_ step: BackupProgress) {
         progress.withLock { $0.step = step }

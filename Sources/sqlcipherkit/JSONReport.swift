@@ -1,13 +1,12 @@
 import ArgumentParser
 import Foundation
 import SQLCipherKit
-import Synchronization
 
 /// The result a command run with `--json` records; the root command prints it, success or failure, in exactly one
 /// ``JSONEnvelope`` on standard output.
 final class JSONReport: Sendable {
     let command: String
-    private let result = Mutex<(any Encodable & Sendable)?>(nil)
+    private let result = Locked<(any Encodable & Sendable)?>(nil)
 
     init(command: String) {
         self.command = command

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SQLCipherKit
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -76,7 +76,7 @@ enum Output {
 
     /// Why a result could not be written to standard output (`/dev/full`, a closed pipe with SIGPIPE ignored), or
     /// `nil`: the command then ends with status 1, never 0 with its answer lost.
-    static let standardOutputFailure = Mutex<String?>(nil)
+    static let standardOutputFailure = Locked<String?>(nil)
 
     /// Writes to a descriptor, retrying partial writes (also the shell's prompts and line editing, on the terminal).
     /// Returns why it could not write everything, or `nil`.
@@ -99,7 +99,7 @@ enum Output {
 
 /// What an in-process run wrote.
 final class OutputCapture: Sendable {
-    private let streams = Mutex<(standardOutput: String, standardError: String)>(("", ""))
+    private let streams = Locked<(standardOutput: String, standardError: String)>(("", ""))
 
     func append(_ text: String, toStandardError: Bool) {
         streams.withLock { streams in

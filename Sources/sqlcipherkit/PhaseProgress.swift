@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import SQLCipherKit
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -283,9 +282,9 @@ final class PhaseProgress: Sendable {
     private let printsEveryUpdate: Bool
     private let state: @Sendable () -> PhaseState
     private let interruptNote: String?
-    private let running = Mutex<Bool>(false)
+    private let running = Locked<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
-    private let drawing = Mutex(Drawing())
+    private let drawing = Locked(Drawing())
     /// The terminal width to draw for (the bar): a test's, or the terminal's, asked at every redraw (it may change).
     private let width: @Sendable () -> Int
 
@@ -496,7 +495,7 @@ final class RotationPhases: Sendable {
     private let backupCopy: FileGrowth?
     private let exportCopy: FileGrowth
     private let journal: FileGrowth
-    private let observed = Mutex<(copy: BackupProgress?, furthestPhase: Int, copyEndShown: Bool)>((nil, 0, false))
+    private let observed = Locked<(copy: BackupProgress?, furthestPhase: Int, copyEndShown: Bool)>((nil, 0, false))
 
     /// What every temporary database file's name holds after the database's name (the library's
     /// `<name>.sqlcipherkit-tmp-<pid>-<random>`).

@@ -2,8 +2,8 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import SQLCipherKit
 import SQLCipherKitReplication
-import Synchronization
 
 /// The replica options `replicate`, `restore` and `snapshots` share.
 struct ReplicaOptions: ParsableArguments {
@@ -53,7 +53,7 @@ struct DurationArgument: ExpressibleByArgument, Sendable, CustomStringConvertibl
 
 /// Runs the library's async work from a command's synchronous `run()`, waiting for it on this thread.
 func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let outcome = Mutex<Result<T, any Error>?>(nil)
+    let outcome = Locked<Result<T, any Error>?>(nil)
     let finished = DispatchSemaphore(value: 0)
     // The output's task-local bindings are carried over explicitly: this may be called outside any task.
     let capture = Output.capture

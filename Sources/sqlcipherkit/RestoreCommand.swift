@@ -3,7 +3,6 @@ import ArgumentParser
 import Foundation
 import SQLCipherKit
 import SQLCipherKitReplication
-import Synchronization
 
 /// `sqlcipherkit restore`: a point-in-time restore from a replica (``Replica/restore(to:at:options:)``).
 struct RestoreCommand: OperatorCommand {
@@ -100,8 +99,8 @@ struct RestoreCommand: OperatorCommand {
                 settings: try cipher.settings(for: verificationKey))]
         } ?? []
         let replica = Replica(store: try replicaOptions.store(self.replica))
-        let state = Mutex(PhaseState(phase: "reading the replica's listing"))
-        let progressBox = Mutex<PhaseProgress?>(nil)
+        let state = Locked(PhaseState(phase: "reading the replica's listing"))
+        let progressBox = Locked<PhaseProgress?>(nil)
         let options = RestoreOptions(replacesExisting: replace, verificationKeys: keys) { progress in
             defer { progressBox.withLock { $0 }?.update() }
             state.withLock {

@@ -1,7 +1,7 @@
 #if Replication  // trait Replication (Package.swift)
 import Foundation
+import SQLCipherKit
 @testable import SQLCipherKitReplication
-import Synchronization
 import Testing
 
 /// The real object store of the S3 tests: OpenStack Swift on 127.0.0.1, set up and started by the project's
@@ -49,7 +49,7 @@ enum ObjectStore {
         }
     }
 
-    private static let started = Mutex<[String: String]?>(nil)
+    private static let started = Locked<[String: String]?>(nil)
 
     static var endpoint: String { get throws { try #require(try start()["SQLCIPHERKIT_S3_ENDPOINT"]) } }
 
@@ -153,7 +153,7 @@ enum ObjectStore {
         if let input { standardInput.fileHandleForWriting.write(Data(input.utf8)) }
         try standardInput.fileHandleForWriting.close()
         // Read both pipes to their ends before waiting (a full pipe would block the child).
-        let errorData = Mutex(Data())
+        let errorData = Locked(Data())
         let errorsRead = DispatchSemaphore(value: 0)
         Thread {
             errorData.withLock { $0 = errors.fileHandleForReading.readDataToEndOfFile() }

@@ -10,8 +10,8 @@ import Testing
 /// A folder store that can be switched off: every call then fails as an unreachable store does.
 final class SwitchableStore: ReplicaStore {
     let inner: FolderReplicaStore
-    private let isDownValue = Mutex(false)
-    private let failedCallCount = Mutex(0)
+    private let isDownValue = Locked(false)
+    private let failedCallCount = Locked(0)
 
     init(_ inner: FolderReplicaStore) {
         self.inner = inner
@@ -24,7 +24,7 @@ final class SwitchableStore: ReplicaStore {
 
     var failedCalls: Int { failedCallCount.withLock { $0 } }
 
-    private let beforeFilePutValue = Mutex<(@Sendable (String) async throws -> Void)?>(nil)
+    private let beforeFilePutValue = Locked<(@Sendable (String) async throws -> Void)?>(nil)
 
     /// Called with the key before each upload from a file (a log segment, a snapshot), while the store is up.
     var beforeFilePut: (@Sendable (String) async throws -> Void)? {

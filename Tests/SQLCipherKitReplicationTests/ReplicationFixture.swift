@@ -3,7 +3,6 @@ import Foundation
 import SQLCipherKit
 @testable import SQLCipherKitReplication
 import SQLCipherKitTestSupport
-import Synchronization
 import Testing
 
 /// The text written into every row: no object of a replica may contain it.
@@ -11,7 +10,7 @@ let plaintextMarker = "PLAINTEXT-MARKER-5c1f0e"
 
 /// A clock the test moves by hand: the times a replica records, and the ages retention measures.
 final class TestClock: Sendable {
-    private let current = Mutex(Date(timeIntervalSince1970: 1_795_000_000))
+    private let current = Locked(Date(timeIntervalSince1970: 1_795_000_000))
 
     var now: Date { current.withLock { $0 } }
 
@@ -36,7 +35,7 @@ final class ReplicationFixture: Sendable {
     /// The replicator's configuration (a second replicator of the test gets the same).
     let configuration: ReplicatorConfiguration
     let replicator: Replicator
-    private let nextRow = Mutex(1)
+    private let nextRow = Locked(1)
 
     init(
         settings: CipherSettings = .engineDefault, key: EncryptionKey? = nil,

@@ -6,7 +6,6 @@ import Glibc
 import SQLCipherKit
 @testable import SQLCipherKitReplication
 import SQLCipherKitTestSupport
-import Synchronization
 import Testing
 @testable import sqlcipherkit
 
@@ -291,7 +290,7 @@ func download(bucket: String, prefix: String, into folder: String) throws -> [Do
 
 /// Progress values reported, in order.
 final class ProgressRecorder: Sendable {
-    private let recorded = Mutex<[Int64]>([])
+    private let recorded = Locked<[Int64]>([])
     func record(_ value: Int64) { recorded.withLock { $0.append(value) } }
     var values: [Int64] { recorded.withLock { $0 } }
     var last: Int64? { values.last }

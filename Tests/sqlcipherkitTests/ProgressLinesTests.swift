@@ -1,6 +1,5 @@
 import Foundation
 import SQLCipherKit
-import Synchronization
 import Testing
 @testable import sqlcipherkit
 #if canImport(Glibc)
@@ -165,7 +164,7 @@ struct ProgressLinesTests {
     @Test("an estimate that stalls and moves again is one phase: its lines are not written twice")
     func stallingEstimate() throws {
         let capture = OutputCapture()
-        let current = Mutex(PhaseState(phase: "checking the current key and taking the lock"))
+        let current = Locked(PhaseState(phase: "checking the current key and taking the lock"))
         let script = [
             PhaseState(phase: "rekeying in place", done: 10, total: 100, isEstimate: true),
             // Past its estimate: shown as "~100 pages written, finishing"; then the journal grows again.
