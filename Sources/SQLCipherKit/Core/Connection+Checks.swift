@@ -57,3 +57,18 @@ extension Connection {
         }
     }
 }
+
+extension Connection {
+    /// Reads a PRAGMA's first value as text; `nil` when it returns no row (unknown PRAGMA).
+    func pragmaText(_ name: String) throws -> String? {
+        let statement = try prepare("PRAGMA \(name)")
+        guard try statement.step() else { return nil }
+        let column = DatabaseColumn(statement.sqliteStatement, 0)
+        return String.decode(from: column) ?? Int64.decode(from: column).map { String($0) }
+    }
+
+    /// Reads a PRAGMA's first value as an integer.
+    func pragmaInteger(_ name: String) throws -> Int? {
+        try pragmaText(name).flatMap { Int($0) }
+    }
+}

@@ -38,3 +38,35 @@ public enum DatabaseFileFormat: String, Sendable, Hashable, CaseIterable, Custom
         return Connection.opensAsPlaintext(path) ? .plaintext : .plaintextHeader
     }
 }
+
+/// The first 16 bytes of every plaintext SQLite database.
+let sqliteHeaderMagic: [UInt8] = Array("SQLite format 3".utf8) + [0]
+
+/// Whether a file starts with the plaintext SQLite magic (a plaintext database, or one with a plaintext header).
+func hasPlaintextSQLiteHeader(atPath path: String) -> Bool {
+    readFilePrefix(atPath: path, count: sqliteHeaderMagic.count) == sqliteHeaderMagic
+}
+
+extension Encryption {
+    /// Whether a file written with this encryption must not start with the plaintext SQLite magic: it has a key
+    /// and no plaintext header. The copies the library writes (export, backup, VACUUM INTO) are checked against it.
+    var requiresEncryptedHeader: Bool {
+        key != nil && (settings.plaintextHeaderSize ?? 0) == 0
+    }
+}
+
+extension Connection {
+    /// Whether a file reads as a plaintext database (its schema, not just its first 16 bytes), on a read-only handle
+    /// that writes nothing (waiting up to 2 s for another process's lock).
+    static func opensAsPlaintext(_ path: String) -> Bool {
+        var connection: OpaquePointer?
+        defer { sqlite3_close(connection) }
+        guard sqlite3_open_v2(path, &connection, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { return false }
+        sqlite3_busy_timeout(connection, 2000)
+        var statement: OpaquePointer?
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_prepare_v2(connection, "SELECT count(*) FROM sqlite_master", -1, &statement, nil) == SQLITE_OK
+        else { return false }
+        return sqlite3_step(statement) == SQLITE_ROW
+    }
+}
