@@ -79,19 +79,13 @@ public final class Statement {
     @exclusivity(unchecked)
     private var lastColumnNames: [String]?
 
-    /// The statement attaches a database: what it attached is checked once it has run (see `EncryptionGuard`).
-    @usableFromInline
-    let attachesDatabase: Bool
-    /// The file names its ATTACH actions name (`nil`: given by a parameter or an expression).
-    let attachFileNames: [String?]
-    /// The parameter that gives an ATTACH's file name (`ATTACH ? AS …`), so a failed ATTACH knows what it created.
-    let attachFileParameter: CInt?
-    /// The text bound to ``attachFileParameter``.
-    // No dynamic exclusivity check (a statement is used from one thread): it cost two calls into the runtime per
-    // bind, on every pool read.
+    /// What the guard keeps about the ATTACH actions of the statement (``AttachBookkeeping``); its
+    /// `attachesDatabase` is read on every step and bind.
+    // No dynamic exclusivity check (a statement is used from one thread): on the bound file name it cost two calls
+    // into the runtime per bind, on every pool read.
     @usableFromInline
     @exclusivity(unchecked)
-    var boundAttachFileName: String?
+    var attachments: AttachBookkeeping
 
     /// Bumped by each new cursor over the statement; only the newest cursor may step or reset it.
     // Checked on every row; no dynamic exclusivity check (a statement is used from one thread).
@@ -166,10 +160,7 @@ public final class Statement {
         self.parameterCount = Int(sqlite3_bind_parameter_count(compiled.sqliteStatement))
         self.resultColumnCount = Int(sqlite3_column_count(compiled.sqliteStatement))
         // The guard notes the ATTACH actions it sees compiled: this statement attaches a database.
-        self.attachFileNames = compiled.attachFileNames
-        self.attachesDatabase = !compiled.attachFileNames.isEmpty
-        self.attachFileParameter = compiled.attachFileNames == [nil]
-            ? EncryptionGuard.attachFileParameter(of: compiled.sqliteStatement) : nil
+        self.attachments = AttachBookkeeping(compiled: compiled)
         handle.adopt(self)
     }
 
@@ -399,7 +390,7 @@ public final class Statement {
             code = value.bind(to: DatabaseParameter(sqliteStatement, index)).rawValue
             if code != SQLITE_OK { throw bindError(code: code, index: index) }
         }
-        if attachesDatabase { noteAttachBinding(value.databaseValue, at: index) }
+        if attachments.attachesDatabase { attachments.noteBinding(value.databaseValue, at: index) }
     }
 
     /// After a bind failed with `code`: resets the statement and returns `true` when the failure is SQLite's
@@ -411,17 +402,6 @@ public final class Statement {
         guard code == SQLITE_MISUSE, handle.isOpen, sqlite3_stmt_busy(sqliteStatement) == 0 else { return false }
         resetNow()
         return true
-    }
-
-    /// Remembers the file name bound to an ATTACH (never another parameter: the KEY's is a key).
-    @usableFromInline
-    func noteAttachBinding(_ value: DatabaseValue, at index: CInt) {
-        guard index == attachFileParameter else { return }
-        if case .text(let name) = value {
-            boundAttachFileName = name
-        } else {
-            boundAttachFileName = nil
-        }
     }
 
     @usableFromInline
@@ -442,7 +422,7 @@ public final class Statement {
     public func clearBindings() throws {
         try checkOpen()
         sqlite3_clear_bindings(sqliteStatement)
-        boundAttachFileName = nil
+        attachments.boundFileName = nil
     }
 
     // MARK: - Running
@@ -457,7 +437,7 @@ public final class Statement {
         try checkOpen()
         needsReset = true
         rowStamp &+= 1
-        if attachesDatabase {
+        if attachments.attachesDatabase {
             return try stepAttachingDatabase()
         }
         switch sqlite3_step(sqliteStatement) {
@@ -481,9 +461,8 @@ public final class Statement {
     func stepAttachingDatabase() throws -> Bool {
         let code: CInt
         do {
-            let fileNames = attachFileNames == [nil] && boundAttachFileName != nil
-                ? [boundAttachFileName] : attachFileNames
-            code = try EncryptionGuard.step(attachingStatement: sqliteStatement, fileNames: fileNames, handle: handle)
+            code = try EncryptionGuard.step(
+                attachingStatement: sqliteStatement, fileNames: attachments.fileNamesToCheck, handle: handle)
         } catch {
             sqlite3_reset(sqliteStatement)
             throw error
