@@ -28,7 +28,6 @@ struct AttachBookkeeping {
     }
 
     /// Remembers the file name bound to an ATTACH (never another parameter: the KEY's is a key).
-    @usableFromInline
     mutating func noteBinding(_ value: DatabaseValue, at index: CInt) {
         guard index == fileParameter else { return }
         if case .text(let name) = value {
