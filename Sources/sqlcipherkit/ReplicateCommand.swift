@@ -66,7 +66,7 @@ struct ReplicateCommand: OperatorCommand {
 
     @Option(help: ArgumentHelp(
         "How long the replica's lease lasts without renewal (a replicator on another machine waits this long for a"
-            + " live holder to renew it).", valueName: "duration"))
+            + " live holder to renew it); at most 10m.", valueName: "duration"))
     var leaseDuration = DurationArgument(argument: "15s")!
 
     @OptionGroup(title: "Key")
@@ -83,7 +83,10 @@ struct ReplicateCommand: OperatorCommand {
     func validate() throws {
         try validateReplicaURL(replica)
         guard syncInterval.duration > .zero else { throw ValidationError("--sync-interval must be more than 0") }
-        guard leaseDuration.duration > .zero else { throw ValidationError("--lease-duration must be more than 0") }
+        guard leaseDuration.duration > .zero, leaseDuration.duration <= .seconds(600) else {
+            // A newcomer on another machine waits at most 10 minutes for a lease to be renewed, whatever it states.
+            throw ValidationError("--lease-duration must be more than 0 and at most 10m")
+        }
         if let retainSnapshots, retainSnapshots < 1 {
             throw ValidationError("--retain-snapshots must be at least 1, not \(retainSnapshots)")
         }

@@ -154,6 +154,15 @@ struct ReplicationCommandTests {
         await fixture.close()
     }
 
+    @Test("--lease-duration above the 10 minutes a newcomer waits at most is a usage error, as is 0")
+    func leaseDurationBounded() async throws {
+        for value in ["11m", "0s"] {
+            let result = await runCommand(["replicate", "db.db", "--key-file", "k.key", "--to", "file:///tmp/x", "--lease-duration", value])
+            #expect(result.status == 2, "\(value): \(result)")
+            #expect(result.error.contains("--lease-duration must be more than 0 and at most 10m"), "\(result.error)")
+        }
+    }
+
     @Test("replicate runs as a sidecar until SIGTERM, ships what is left, and its replica restores to the source")
     func replicateUntilSigterm() async throws {
         try await withTemporaryDirectory { folder in

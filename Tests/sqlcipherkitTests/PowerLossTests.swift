@@ -48,6 +48,48 @@ struct PowerLossTests {
             "no fsync of \(folder) after the journal's unlink: \(trace.map(\.summary))")
     }
 
+    #if Replication  // trait Replication (Package.swift): the binary has `replicate`
+    @Test(
+        "replicate to a folder flushes the parent of every folder it creates: a power cut cannot take a generation's folder with the objects in it")
+    func replicateFlushesNewFolders() throws {
+        try Recorder.requireLibrary()
+        let library = try #require(Recorder.library)
+        let scratch = try Scratch()
+        let traces = try Scratch()
+        let folder = try #require(realPath(scratch.url.path))
+        let (keyFile, key) = try scratch.rawKeyFile("db.key")
+        let database = try scratch.database("db.db", key: key, journalMode: "WAL")
+        let tracePath = traces.path("trace.jsonl")
+        let replica = folder + "/replica"
+        let running = try RunningCommand(
+            ["replicate", database, "--key-file", keyFile, "--to", "file://" + replica, "--sync-interval", "100ms"],
+            environment: ["LD_PRELOAD": library, "POWERLOSS_TRACE": tracePath, "POWERLOSS_ROOT": folder], in: scratch)
+        // Waits for the first snapshot's manifest (the first sync's last object), bounded only to turn a hang into
+        // a failure.
+        let deadline = ContinuousClock.now + .seconds(120)
+        func snapshotStored() -> Bool {
+            guard let paths = FileManager.default.enumerator(atPath: replica) else { return false }
+            return paths.contains { ($0 as? String)?.hasSuffix("snapshot.json") == true }
+        }
+        while !snapshotStored() && running.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
+        running.terminate()
+        let result = try running.finish()
+        #expect(result.status == 0, "\(result)")
+        let trace = Recorder.calls(in: tracePath)
+        let made = trace.enumerated().filter { $0.element.op == "mkdir" && $0.element.path?.hasPrefix(replica) == true }
+        #expect(!made.isEmpty, "no mkdir under \(replica): \(trace.map(\.summary))")
+        for (index, call) in made {
+            let path = try #require(call.path)
+            let parent = (path as NSString).deletingLastPathComponent
+            // Before the folder store flushed parents, a power cut after the first sync could lose the mkdir of
+            // replica/generations and, with it, every object under it (Docs/Durability.md).
+            #expect(
+                trace.firstIndex(after: index) { $0.op == "fsync" && $0.path == parent } != nil,
+                "no fsync of \(parent) after mkdir \(path)")
+        }
+    }
+    #endif
+
     @Test(
         "a sample of the power-loss exploration: every crash state of the CLI's workloads passes every check")
     func explorationSample() throws {
@@ -149,14 +191,18 @@ enum Recorder {
                 "LD_PRELOAD": preload.joined(separator: " "), "POWERLOSS_TRACE": tracePath, "POWERLOSS_ROOT": root,
             ],
             in: scratch)
+        return (result, calls(in: tracePath))
+    }
+
+    /// The calls a trace file holds, in order.
+    static func calls(in tracePath: String) -> [Call] {
         let text = String(decoding: (try? fileBytes(tracePath)) ?? [], as: UTF8.self)
-        let calls = text.split(separator: "\n").compactMap { line -> Call? in
+        return text.split(separator: "\n").compactMap { line -> Call? in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
                   let op = object["op"] as? String
             else { return nil }
             return Call(op: op, path: object["path"] as? String, created: (object["created"] as? Int ?? 0) == 1)
         }
-        return (result, calls)
     }
 }
 
