@@ -3,7 +3,6 @@ import Foundation
 import Logging
 import SQLCipherKit
 import SQLCipherKitReplication
-import Synchronization
 
 extension DatabaseService {
     /// Replication of a service's database (``DatabaseService/Configuration/replication``): where the replica goes,

@@ -5,10 +5,9 @@ import Logging
 import SQLCipherKit
 import SQLCipherKitReplication
 import ServiceLifecycle
-import Synchronization
 
 /// An encrypted ``DatabasePool`` run as a swift-service-lifecycle `Service`, with a health check, swift-metrics
-/// instruments, and key rotation while the service keeps serving.
+/// instruments, replication, and key rotation while the service keeps serving.
 ///
 /// ```swift
 /// let database = try DatabaseService(path: "app.db", keyFile: "/run/secrets/app.key")
@@ -20,36 +19,17 @@ import Synchronization
 /// **Lifecycle.** ``run()`` holds the pool open until graceful shutdown, then closes it: the work in flight
 /// finishes, new work fails with ``DatabaseError/connectionClosed``. List it before the services that use it.
 ///
-/// **Live key rotation.** The operator writes the new key to ``pendingKeyFile`` (`<keyFile>.next`, mode 0600, the
-/// key-file format; write it under another name, then `mv`). At its next check (every
-/// ``Configuration/keyFileCheckInterval``) the service hands it over, one step at a time, each step one atomic file
-/// operation:
-/// 1. takes the hand-over turn (an `flock` on the key folder: two replicas of a service on one database never
-///    hand over at once);
-/// 2. reads the pending file **once**, by descriptor, and keeps those bytes; a file that is not a key, is the
-///    current key, or is a passphrase below ``EncryptionKey/minimumRotationPassphraseByteCount`` bytes (unless
-///    ``Configuration/allowsWeakPassphrase``) is renamed `<pending>.rejected` and nothing else changes;
-/// 3. records those bytes in ``rotatingKeyFile`` (`<keyFile>.rotating`, mode 0600, flushed) before anything changes;
-/// 4. rekeys the pool behind its barrier with those bytes: new requests wait (they are not failed), requests in
-///    flight finish, readers close, the writer rekeys and verifies every page;
-/// 5. renames ``rotatingKeyFile`` over ``keyFile`` (the verified bytes, not whatever the pending file holds now),
-///    then removes the pending file only if it is still the file that was read: a key handed over meanwhile is the
-///    next hand-over.
-///
-/// After a failed rekey a fresh probe decides which key opens the database, and the service acts on that: the pool
-/// stays open on the key that works, the key that opens the file is never renamed "rejected", and a rotation that
-/// did not take is retried (with a growing pause) while the pending file stays. A reader in another process that
-/// keeps the WAL from being truncated does not fail the rotation: the truncate is retried at every check.
-///
-/// At start, and at every check, the key that opens the database is found from the files: ``keyFile``, then
-/// ``rotatingKeyFile`` (a hand-over interrupted after its rekey is finished), then ``pendingKeyFile``. When another
-/// replica rotated the key, ``keyFile`` changes and opens the database: the pool reopens with it. When ``keyFile``
-/// changes and no longer opens the database, the pool keeps its key and the service writes it to ``inUseKeyFile``
-/// (mode 0600, flushed), so that a file on disk still opens the database.
+/// **Live key rotation** is a ``LiveKeyRotation`` (``keyRotation``), which opens the pool: the operator writes the
+/// new key to ``pendingKeyFile`` (`<keyFile>.next`, mode 0600; write it under another name, then `mv`), and at its
+/// next check (every ``Configuration/keyFileCheckInterval`` while ``run()`` runs) it is handed over, one atomic file
+/// operation at a time, with crash recovery at start and at every check; see ``LiveKeyRotation`` for the steps and
+/// the files. An application without swift-service-lifecycle (a Vapor app) can use ``LiveKeyRotation`` on its own.
 ///
 /// **Replication.** With ``Configuration/replication`` set, the service ships the database's encrypted pages and
 /// log frames to a ``ReplicaStore`` while it runs (a ``Replicator`` that owns the checkpoints), pauses replication
 /// around a live rotation (the rotated database starts a new generation: earlier generations restore with the
+/// earlier key), reports replication lag in ``checkHealth()``, and at graceful shutdown ships what is left before the
+/// pool closes (bounded by ``ReplicatorConfiguration/shutdownTimeout``, logged). See Docs/Replication.md.
 /// earlier key), reports replication lag in ``checkHealth()``, and at graceful shutdown ships what is left before the
 /// pool closes (bounded by ``ReplicatorConfiguration/shutdownTimeout``, logged). See Docs/Replication.md.
 public final class DatabaseService: Service, Sendable {
@@ -125,63 +105,33 @@ public final class DatabaseService: Service, Sendable {
     }
 
     /// The pool; use it (or an SQLKit/Fluent driver over it) for all database work.
-    public let pool: DatabasePool
+    public var pool: DatabasePool { keyRotation.pool }
     /// The database path.
     public let path: String
+    /// The live key rotation of the pool: the key-file watch, the hand-over and its crash recovery. ``run()`` runs
+    /// its checks; ``rotateIfPending()`` is its ``LiveKeyRotation/checkNow()``.
+    public let keyRotation: LiveKeyRotation
     /// The file holding the current key.
-    public var keyFile: String { handOver.keyFile }
+    public var keyFile: String { keyRotation.keyFile }
     /// Where an operator puts a new key to have it rotated in.
-    public var pendingKeyFile: String { handOver.pendingKeyFile }
+    public var pendingKeyFile: String { keyRotation.pendingKeyFile }
     /// Where a hand-over records the key being rotated in, from the rekey until it is renamed over ``keyFile``.
-    public var rotatingKeyFile: String { handOver.rotatingKeyFile }
-    /// Where the service writes the key it uses when ``keyFile`` stops opening the database (`<keyFile>.in-use`):
-    /// replaced by hand with another key, removed, or made unreadable. Without it, the key would be in memory only
-    /// and lost with the process.
-    ///
-    /// The copy is created with mode 0600 and flushed (the file, then its folder) before the service logs, at error
-    /// level, that it wrote it and what to do: move it over the key file (`mv`), or hand a new key over through
-    /// ``pendingKeyFile``. Whatever already is at this name (another key, a link, anything that is not a copy of the
-    /// key in use) is never replaced nor followed: the copy then goes to `<keyFile>.in-use.2`, up to `.in-use.9`,
-    /// and the log names both. Once the key file opens the database again with the same key, the copy is removed;
-    /// after a hand-over to another key it is kept (it opens backups taken before). A restart never reads the copy
-    /// on its own: while the key file does not open the database, opening the service fails, naming the copy.
+    public var rotatingKeyFile: String { keyRotation.rotatingKeyFile }
+    /// Where the service writes the key it uses when ``keyFile`` stops opening the database (`<keyFile>.in-use`);
+    /// see ``LiveKeyRotation/inUseKeyFile``.
     ///
     /// - Warning: The copy is a key file like the others: back it up, move it or delete it with the same care.
-    public var inUseKeyFile: String { handOver.inUseKeyFile }
+    public var inUseKeyFile: String { keyRotation.inUseKeyFile }
     /// The replicator when ``Configuration/replication`` is set: its ``Replicator/status``,
     /// ``Replicator/statusUpdates()`` and ``Replicator/syncNow()`` are the service's. ``run()`` runs it.
     public let replicator: Replicator?
 
     private let configuration: Configuration
-    let replicationState = Mutex(ReplicationRunState.notStarted)
-    private let handOver: KeyHandOver
+    let replicationState = Locked(ReplicationRunState.notStarted)
     private let metrics: DatabaseServiceMetrics
-    private let state: Mutex<State>
-
-    /// What the service knows between checks. The key is the pool's: kept in memory (as the pool keeps it), so a
-    /// connection never reads a key file that is being replaced.
-    private struct State {
-        var key: EncryptionKey
-        var keyFileIdentity: EncryptionKey.KeyFileIdentity?
-        var isChecking = false
-        var isWALTruncatePending = false
-        var failedAttemptCount = 0
-        var nextAttempt: ContinuousClock.Instant?
-        /// Set while the key file does not open the database (the pool's key is then what does).
-        var keyFileIncident: KeyFileIncident?
-    }
-
-    /// The key file stopped opening the database: where the key in use was written back, or why it could not be.
-    private struct KeyFileIncident {
-        /// The copy of the key in use, once one is on disk; `nil`: the key is in memory only (tried at every check).
-        var copy: (path: String, identity: EncryptionKey.KeyFileIdentity?)?
-        /// The last reason writing the copy failed, so a failure that repeats at every check is logged once.
-        var lastFailure: String?
-    }
 
     var logger: Logger { configuration.logger }
     var configurationReplication: ReplicationOptions? { configuration.replication }
-    private var metadata: Logger.Metadata { ["path": "\(path)", "keyFile": "\(keyFile)"] }
 
     /// Opens (or creates) the database with the key in `keyFile`.
     ///
@@ -190,112 +140,27 @@ public final class DatabaseService: Service, Sendable {
     /// (a hand-over another process is running on the same key folder is waited for, up to
     /// ``Configuration/handOverWaitTimeout``).
     ///
-    /// - Throws: The errors of ``DatabasePool/init(path:keyProvider:configuration:)`` and of the key file;
-    ///   ``DatabaseError/wrongKey`` naming every file tried when none opens the database, and the copy of a key in
-    ///   use (``inUseKeyFile``) that does, if there is one (it is never used on its own).
+    /// - Throws: The errors of ``LiveKeyRotation/init(path:keyFile:configuration:)``: those of
+    ///   ``DatabasePool/init(path:keyProvider:configuration:)`` and of the key file; ``DatabaseError/wrongKey``
+    ///   naming every file tried when none opens the database, and the copy of a key in use (``inUseKeyFile``) that
+    ///   does, if there is one (it is never used on its own).
     public init(path: String, keyFile: String, configuration: Configuration = Configuration()) throws {
         self.path = path
         self.configuration = configuration
-        let handOver = KeyHandOver(keyFile: keyFile, pendingSuffix: configuration.pendingKeySuffix)
-        self.handOver = handOver
-        self.metrics = DatabaseServiceMetrics(
-            database: configuration.metricsName, factory: configuration.metricsFactory)
-        let (pool, key) = try Self.openPool(path: path, handOver: handOver, configuration: configuration)
-        self.pool = pool
-        state = Mutex(State(key: key, keyFileIdentity: EncryptionKey.KeyFileIdentity(path: keyFile)))
+        metrics = DatabaseServiceMetrics(database: configuration.metricsName, factory: configuration.metricsFactory)
+        var rotation = LiveKeyRotation.Configuration(
+            pool: configuration.pool, checkInterval: configuration.keyFileCheckInterval ?? .seconds(1),
+            pendingKeySuffix: configuration.pendingKeySuffix, allowsWeakPassphrase: configuration.allowsWeakPassphrase,
+            handOverWaitTimeout: configuration.handOverWaitTimeout, metricsName: configuration.metricsName,
+            logger: configuration.logger, metricsFactory: configuration.metricsFactory)
+        rotation.weakPassphraseRemedy = "to accept it anyway, set DatabaseService.Configuration.allowsWeakPassphrase"
+        keyRotation = try LiveKeyRotation(path: path, keyFile: keyFile, configuration: rotation)
+        let pool = keyRotation.pool
         replicator = configuration.replication.map { options in
             Replicator(
                 pool: pool, store: options.store, configuration: options.replicatorConfiguration(for: configuration))
         }
-        // Work failing with "file is not a database": another replica rotated the key. Look for it now rather
-        // than at the next check.
-        pool.observeKeyRejections { [weak self] in
-            guard let self else { return }
-            Task { _ = try? await self.check(attemptsHandOver: false) }
-        }
-    }
-
-    private static func openPool(
-        path: String, handOver: KeyHandOver, configuration: Configuration
-    ) throws -> (DatabasePool, EncryptionKey) {
-        func open(_ key: EncryptionKey) throws -> DatabasePool? {
-            do {
-                return try DatabasePool(path: path, keyProvider: .fixed(key), configuration: configuration.pool)
-            } catch let error as DatabaseError where error.kind == .wrongKey {
-                return nil
-            }
-        }
-        let logger = configuration.logger
-        let current = try handOver.currentKey()
-        if let pool = try open(current) {
-            // A recorded hand-over whose rekey never happened (the key file opens the database) is cleared, under
-            // the turn: another replica may be between its record and its rekey.
-            if (try? handOver.rotatingKey()) != nil, let turn = try handOver.takeTurn(waiting: .zero) {
-                defer { turn.release() }
-                if let rotating = try? handOver.rotatingKey(),
-                   KeyState.probe(
-                    path: path, old: .key(current, settings: configuration.pool.settings),
-                    new: .key(rotating, settings: configuration.pool.settings), depth: .firstPage) == .old {
-                    handOver.removeRotating()
-                    logger.notice(
-                        "cleared a recorded hand-over whose rekey never happened: the key file opens the database",
-                        metadata: ["path": "\(path)", "rotatingKeyFile": "\(handOver.rotatingKeyFile)"])
-                }
-            }
-            return (pool, current)
-        }
-        guard let turn = try handOver.takeTurn(waiting: configuration.handOverWaitTimeout) else {
-            throw DatabaseError(
-                .busy,
-                "the key file \(handOver.keyFile) does not open \(path), and another process is handing a key over in"
-                    + " \(handOver.folder) (it held the turn for \(configuration.handOverWaitTimeout)); try again")
-        }
-        defer { turn.release() }
-        // Under the turn, from the files as they are now (another replica may have finished meanwhile).
-        let settled = try handOver.currentKey()
-        if let pool = try open(settled) { return (pool, settled) }
-        if let rotating = try handOver.rotatingKey(), let pool = try open(rotating) {
-            try handOver.retireRotating()
-            logger.notice(
-                "finished an interrupted hand-over: the recorded key opens the database and is now in the key file",
-                metadata: ["path": "\(path)", "keyFile": "\(handOver.keyFile)"])
-            return (pool, rotating)
-        }
-        if let pending = try? handOver.readPending(), let pool = try open(pending.key) {
-            try handOver.replaceKeyFile(with: pending.key)
-            handOver.removePending(ifStill: pending.identity)
-            logger.notice(
-                "finished an interrupted hand-over: the pending key opens the database and is now in the key file",
-                metadata: ["path": "\(path)", "keyFile": "\(handOver.keyFile)"])
-            return (pool, pending.key)
-        }
-        throw DatabaseError(
-            .wrongKey,
-            "none of the key files opens \(path): \(handOver.keyFile), \(handOver.rotatingKeyFile) (a hand-over in"
-                + " progress) and \(handOver.pendingKeyFile) (a pending key) were tried, those that exist"
-                + inUseCopiesAdvice(path: path, handOver: handOver, settings: configuration.pool.settings))
-    }
-
-    /// What the start error says about copies of a key in use (``inUseKeyFile``): which opens the database, and how to
-    /// put it back. They are never used on their own: the key file is where the operator says which key the database
-    /// has, and a service that quietly started on a copy would keep running on a key file that does not open its
-    /// database (the next replica, backup or `sqlcipherkit verify --key-file` would fail on it instead).
-    private static func inUseCopiesAdvice(path: String, handOver: KeyHandOver, settings: CipherSettings) -> String {
-        let copies = handOver.existingInUseCopies
-        guard !copies.isEmpty else { return "" }
-        let opening = copies.first { copy in
-            guard let key = try? EncryptionKey(contentsOf: copy) else { return false }
-            return KeyState.probe(
-                path: path, old: .key(key, settings: settings), new: .key(key, settings: settings), depth: .firstPage
-            ) == .both
-        }
-        if let opening {
-            return "; \(opening) opens it: a DatabaseService wrote it there, with the key it was using, when the key"
-                + " file stopped opening the database. It is not used on its own: if the key file's content is a"
-                + " mistake, put it back with `mv \(opening) \(handOver.keyFile)`"
-        }
-        return "; \(copies.joined(separator: ", ")) (a copy of a key in use, written by a DatabaseService) exist but do"
-            + " not open it either"
+        if let replicator { keyRotation.pausesReplication(replicator) }
     }
 
     // MARK: - Service
@@ -305,16 +170,9 @@ public final class DatabaseService: Service, Sendable {
     public func run() async throws {
         let replication = replicator.map { replicator in Task { [self] in await replicate(replicator) } }
         if let interval = configuration.keyFileCheckInterval {
-            try? await cancelWhenGracefulShutdown { [self] in
-                while !Task.isCancelled {
-                    try await Task.sleep(for: interval)
+            await cancelWhenGracefulShutdown { [self] in
+                await keyRotation.run(every: interval) { [self] in
                     metrics.readers.record(pool.readerConnectionCount)
-                    let isDue = state.withLock { state in state.nextAttempt.map { ContinuousClock.now >= $0 } ?? true }
-                    do {
-                        _ = try await check(attemptsHandOver: isDue)
-                    } catch {
-                        // Logged and counted where it happened; the service goes on with the key that works.
-                    }
                 }
             }
         } else {
@@ -327,9 +185,10 @@ public final class DatabaseService: Service, Sendable {
 
     // MARK: - Live key rotation
 
-    /// Runs one check now (see the type's discussion): settles a recorded hand-over, reopens the pool when another
-    /// replica changed the key, retries a WAL truncate left after a rotation, and hands the pending key over if
-    /// there is one (also when an earlier attempt failed and its pause has not ended).
+    /// Runs one check now (``LiveKeyRotation/checkNow()``): settles a recorded hand-over, reopens the pool when
+    /// another replica changed the key, retries a WAL truncate left after a rotation, and hands the pending key over
+    /// if there is one (also when an earlier attempt failed and its pause has not ended). Replication pauses around
+    /// a key change.
     ///
     /// - Returns: `true` when this call rotated a key in; `false` when there was nothing to rotate, another check
     ///   is running, or another process holds the hand-over turn.
@@ -337,356 +196,9 @@ public final class DatabaseService: Service, Sendable {
     ///   the pending file stays for the next check (or is renamed `<pending>.rejected` when it cannot be a key).
     @discardableResult
     public func rotateIfPending() async throws -> Bool {
-        try await check(attemptsHandOver: true)
+        try await keyRotation.checkNow()
     }
 
-    private func check(attemptsHandOver: Bool) async throws -> Bool {
-        let isMine = state.withLock { state in
-            defer { state.isChecking = true }
-            return !state.isChecking
-        }
-        guard isMine else { return false }
-        defer { state.withLock { $0.isChecking = false } }
-        if let replicator, hasKeyWork(attemptsHandOver: attemptsHandOver) {
-            // A rekey refuses while the replicator's connection is open, and a key another replica rotated in must
-            // reach that connection too: replication pauses (shipping what it can first) and starts again on the
-            // key that then opens the database. A rotated database starts a new generation.
-            return try await replicator.withReplicationPaused(for: "a key change (live rotation)") { [self] in
-                try await offCooperativePool { [self] in try checkKeys(attemptsHandOver: attemptsHandOver) }
-            }
-        }
-        return try await offCooperativePool { [self] in try checkKeys(attemptsHandOver: attemptsHandOver) }
-    }
-
-    /// Whether a check has anything to do with the key files (a recorded hand-over, a changed key file, a pending
-    /// key).
-    private func hasKeyWork(attemptsHandOver: Bool) -> Bool {
-        let knownIdentity = state.withLock { $0.keyFileIdentity }
-        return FileManager.default.fileExists(atPath: handOver.rotatingKeyFile)
-            || EncryptionKey.KeyFileIdentity(path: handOver.keyFile) != knownIdentity
-            || (attemptsHandOver && handOver.hasPendingKey)
-    }
-
-    private func checkKeys(attemptsHandOver: Bool) throws -> Bool {
-        let (knownIdentity, isTruncatePending) = state.withLock { ($0.keyFileIdentity, $0.isWALTruncatePending) }
-        if isTruncatePending { retryWALTruncate() }
-        let hasRecord = FileManager.default.fileExists(atPath: handOver.rotatingKeyFile)
-        let keyFileChanged = EncryptionKey.KeyFileIdentity(path: handOver.keyFile) != knownIdentity
-        let hasPending = attemptsHandOver && handOver.hasPendingKey
-        let isKeyOnlyInMemory = state.withLock { $0.keyFileIncident.map { $0.copy == nil } ?? false }
-        guard hasRecord || keyFileChanged || hasPending || isKeyOnlyInMemory else { return false }
-        guard let turn = try handOver.takeTurn() else {
-            // Another replica is handing a key over: its recorded key may already be the one that opens the file.
-            adoptWithoutTurn()
-            return false
-        }
-        defer { turn.release() }
-        if hasRecord { try settleRecordedHandOver() }
-        if keyFileChanged {
-            try adoptChangedKeyFile()
-        } else if isKeyOnlyInMemory {
-            writeKeyInUseBack(because: "the key file does not open the database")
-        }
-        guard hasPending else { return false }
-        return try handOverPendingKey()
-    }
-
-    private var settings: CipherSettings { configuration.pool.settings }
-
-    /// A `<keyFile>.rotating` left by a hand-over that did not finish (a crash, or another replica mid-way, which
-    /// cannot be: it would hold the turn).
-    private func settleRecordedHandOver() throws {
-        let current = state.withLock { $0.key }
-        guard let recorded = try handOver.rotatingKey() else { return }
-        switch KeyState.probe(
-            path: path, old: .key(current, settings: settings), new: .key(recorded, settings: settings), depth: .firstPage
-        ) {
-        case .old:
-            handOver.removeRotating()
-            logger.notice("cleared a recorded hand-over whose rekey never happened", metadata: metadata)
-        case .new:
-            try pool.reopen(keyProvider: .fixed(recorded))
-            try handOver.retireRotating()
-            adopt(recorded)
-            logger.notice(
-                "finished an interrupted hand-over: the recorded key opens the database and is now in the key file",
-                metadata: metadata)
-        case let opening:
-            logger.warning(
-                .init(stringLiteral: "a hand-over is recorded, but which key opens the database could not be decided (\(opening)); left"
-                    + " as it is until the next check"), metadata: metadata)
-        }
-    }
-
-    /// While another process holds the turn: reopens the pool with the key that process recorded (or wrote into the
-    /// key file) once that key opens the database and the pool's does not. Reads files, changes none.
-    private func adoptWithoutTurn() {
-        let current = state.withLock { $0.key }
-        let candidates = [try? handOver.rotatingKey(), try? handOver.currentKey()].compactMap { $0 }
-        for candidate in candidates where !candidate.isSameKey(as: current) {
-            guard probe(current, candidate) == .new else { continue }
-            do {
-                try pool.reopen(keyProvider: .fixed(candidate))
-            } catch {
-                continue
-            }
-            state.withLock { $0.key = candidate }
-            logger.notice(
-                "another process rotated the key: the pool reopened with it (the process holding the hand-over turn settles the key files)",
-                metadata: metadata)
-            return
-        }
-    }
-
-    /// Which of two keys opens the database, from page 1 (enough to tell which key the file is under).
-    private func probe(_ current: EncryptionKey, _ candidate: EncryptionKey) -> KeyState {
-        KeyState.probe(
-            path: path, old: .key(current, settings: settings), new: .key(candidate, settings: settings),
-            depth: .firstPage, busyTimeout: .seconds(1))
-    }
-
-    /// The key file was replaced by someone else: another replica that rotated the key, or an operator.
-    private func adoptChangedKeyFile() throws {
-        let current = state.withLock { $0.key }
-        let fileKey: EncryptionKey
-        let identity: EncryptionKey.KeyFileIdentity
-        do {
-            (fileKey, identity) = try EncryptionKey.readKeyFile(atPath: handOver.keyFile)
-        } catch {
-            // Removed, made readable by others, not a file: no file the service accepts holds the key any more.
-            state.withLock { $0.keyFileIdentity = EncryptionKey.KeyFileIdentity(path: handOver.keyFile) }
-            let reason = (error as? DatabaseError)?.message ?? "\(error)"
-            keyFileStoppedOpening(because: "the key file changed and cannot be used (\(reason))")
-            return
-        }
-        if fileKey.isSameKey(as: current) {
-            state.withLock { $0.keyFileIdentity = identity }
-            keyFileOpensAgain(with: fileKey)
-            return
-        }
-        switch probe(current, fileKey) {
-        case .new:
-            try pool.reopen(keyProvider: .fixed(fileKey))
-            adopt(fileKey, identity: identity)
-            logger.notice(
-                .init(stringLiteral: "the key file changed and its key opens the database (another replica rotated it): the pool reopened"
-                    + " with it"), metadata: metadata)
-        case .old:
-            state.withLock { $0.keyFileIdentity = identity }
-            keyFileStoppedOpening(because: "the key file changed, but its key does not open the database")
-        case let opening:
-            logger.warning(
-                "the key file changed; which key opens the database could not be decided (\(opening)); checking again later",
-                metadata: metadata)
-        }
-    }
-
-    private func handOverPendingKey() throws -> Bool {
-        let started = ContinuousClock.now
-        let pending: KeyHandOver.Pending
-        do {
-            guard let read = try handOver.readPending() else { return false }
-            pending = read
-        } catch {
-            try refuse(error.identity, error.error)
-        }
-        let current = state.withLock { $0.key }
-        if pending.key.isSameKey(as: current) {
-            handOver.removePending(ifStill: pending.identity)
-            logger.notice("the pending key is the key in use; the pending key file was removed", metadata: metadata)
-            return false
-        }
-        do {
-            try pending.key.checkStrongEnoughForRotation(
-                allowsWeakPassphrase: configuration.allowsWeakPassphrase,
-                remedy: "to accept it anyway, set DatabaseService.Configuration.allowsWeakPassphrase")
-        } catch let error as DatabaseError {
-            try refuse(pending.identity, error)
-        }
-        // From here the bytes in memory are the new key: recorded first, so a crash at any later step leaves a
-        // file that holds the key the database may now open with.
-        do {
-            try handOver.recordRotating(pending.key)
-        } catch {
-            failed(error, started, "could not record the hand-over; nothing changed, and the pending key stays")
-            throw error
-        }
-        logger.debug("recorded the key being handed over; rekeying", metadata: metadata)
-        let outcome: Connection.RekeyOutcome
-        do {
-            outcome = try pool.rekey(to: .fixed(pending.key))
-        } catch {
-            let opening = KeyState.probe(
-                path: path, old: .key(current, settings: settings), new: .key(pending.key, settings: settings))
-            switch opening {
-            case .new:
-                logger.warning(
-                    "the rekey reported an error, but the database opens with the new key only: the hand-over goes on",
-                    metadata: metadata.merging(["error": "\(error)"]) { $1 })
-                outcome = Connection.RekeyOutcome(isWALTruncated: false)
-            case .old:
-                handOver.removeRotating()
-                failed(error, started, "the database keeps its current key; the pending key stays and is tried again")
-                throw error
-            default:
-                failed(
-                    error, started,
-                    "which key opens the database could not be decided (\(opening)); the hand-over stays recorded in"
-                        + " \(rotatingKeyFile) and is settled at the next check")
-                throw error
-            }
-        }
-        try handOver.retireRotating()
-        adopt(pending.key)
-        if !handOver.removePending(ifStill: pending.identity) && handOver.hasPendingKey {
-            logger.notice(
-                "another key was handed over while this one was rotated in; it is handed over at the next check",
-                metadata: metadata)
-        }
-        state.withLock { state in
-            state.failedAttemptCount = 0
-            state.nextAttempt = nil
-            if !outcome.isWALTruncated { state.isWALTruncatePending = true }
-        }
-        metrics.rotation(succeeded: true, ContinuousClock.now - started)
-        logger.notice("rotated the database key live", metadata: metadata)
-        if !outcome.isWALTruncated {
-            logger.warning(
-                .init(stringLiteral: "the WAL could not be truncated yet (another connection or process is reading): until it is, the main"
-                    + " file alone still holds pages under the old key; retried at every check"), metadata: metadata)
-        }
-        let holders = OtherProcesses.holding(paths: [path, path + "-wal"])
-        if !holders.isEmpty {
-            logger.warning(
-                .init(stringLiteral: "other processes have the database open: their connections fail with \"file is not a database\" until"
-                    + " they reopen with the new key (a DatabaseService does at its next check)"),
-                metadata: metadata.merging(["pids": "\(holders.map(String.init).joined(separator: ","))"]) { $1 })
-        }
-        return true
-    }
-
-    /// Renames an unusable pending key file `<pending>.rejected` (when it is still the file that was read) and
-    /// throws why.
-    private func refuse(_ identity: EncryptionKey.KeyFileIdentity?, _ error: DatabaseError) throws -> Never {
-        if let identity { handOver.rejectPending(ifStill: identity) }
-        metrics.rotation(succeeded: false, .zero)
-        logger.error(
-            "refused the pending key; it was renamed \(handOver.rejectedKeyFile) and nothing changed",
-            metadata: metadata.merging(["error": "\(error.message)"]) { $1 })
-        throw error
-    }
-
-    /// Logs a failed attempt and pauses the next one (1 s, 2 s, 4 s, … up to 5 minutes).
-    private func failed(_ error: any Error, _ started: ContinuousClock.Instant, _ what: String) {
-        metrics.rotation(succeeded: false, ContinuousClock.now - started)
-        let pause = state.withLock { state in
-            state.failedAttemptCount += 1
-            let pause = Duration.seconds(min(300, 1 << min(state.failedAttemptCount - 1, 9)))
-            state.nextAttempt = ContinuousClock.now + pause
-            return pause
-        }
-        logger.error(
-            "live key rotation failed: \(what)",
-            metadata: metadata.merging([
-                "pendingKeyFile": "\(pendingKeyFile)", "error": "\(error)", "nextAttemptIn": "\(pause)",
-            ]) { $1 })
-    }
-
-    /// The pool now uses `key`, which the key file holds (rotated in, or adopted from it).
-    private func adopt(_ key: EncryptionKey, identity: EncryptionKey.KeyFileIdentity? = nil) {
-        let identity = identity ?? EncryptionKey.KeyFileIdentity(path: handOver.keyFile)
-        state.withLock { state in
-            state.key = key
-            state.keyFileIdentity = identity
-        }
-        keyFileOpensAgain(with: key)
-    }
-
-    // MARK: - A key file that stopped opening the database
-
-    /// The key file no longer gives the key that opens the database: the pool keeps its key, and writes it back.
-    private func keyFileStoppedOpening(because reason: String) {
-        state.withLock { state in
-            if state.keyFileIncident == nil { state.keyFileIncident = KeyFileIncident() }
-            state.keyFileIncident?.copy = nil
-        }
-        writeKeyInUseBack(because: reason)
-    }
-
-    /// Writes the pool's key to ``inUseKeyFile`` (with the turn held), then logs where; or logs why it could not (at
-    /// error level once per distinct reason; it is tried again at every check).
-    private func writeKeyInUseBack(because reason: String) {
-        let key = state.withLock { $0.key }
-        let copyMetadata = metadata.merging(["inUseKeyFile": "\(inUseKeyFile)", "pendingKeyFile": "\(pendingKeyFile)"]) { $1 }
-        do {
-            let copy = try handOver.writeInUseCopy(of: key)
-            state.withLock { state in
-                state.keyFileIncident = KeyFileIncident(copy: (copy.path, copy.identity), lastFailure: nil)
-            }
-            let skipped = copy.skipped.isEmpty
-                ? ""
-                : " (\(copy.skipped.joined(separator: ", ")) left untouched: each is something other than a copy of this"
-                    + " key, perhaps another key; remove it once you know what it is)"
-            let written = copy.wasAlreadyThere
-                ? "\(copy.path) already holds it\(skipped)"
-                : "it was written to \(copy.path) (mode 0600, flushed to disk)\(skipped), and that file opens the database"
-            logger.error(
-                .init(stringLiteral: "\(reason); the pool keeps the key that does: \(written). Put it back with `mv \(copy.path)"
-                    + " \(keyFile)` if the key file's new content was a mistake, or hand a new key over through"
-                    + " \(pendingKeyFile); until then a restart fails"),
-                metadata: copyMetadata.merging(["inUseKeyFile": "\(copy.path)"]) { $1 })
-        } catch {
-            let failure = (error as? DatabaseError)?.message ?? "\(error)"
-            let isRepeated = state.withLock { state in
-                defer { state.keyFileIncident?.lastFailure = failure }
-                return state.keyFileIncident?.lastFailure == failure
-            }
-            logger.log(
-                level: isRepeated ? .debug : .error,
-                .init(stringLiteral: "\(reason); the pool keeps the key that does, but it is in memory only: writing it to"
-                    + " \(inUseKeyFile) failed (\(failure)), and a crash now loses it. Make \(handOver.folder) writable"
-                    + " or free space (it is tried again at every check), or hand a new key over through \(pendingKeyFile)"),
-                metadata: copyMetadata)
-        }
-    }
-
-    /// The key file holds the pool's key (`key`) again: ends an incident. The copy written back is removed when it
-    /// holds the same key and is still the file written (nothing is lost: the key file has it); a copy of another key
-    /// (the key file now holds a key rotated in since) is kept, because it opens backups taken before.
-    private func keyFileOpensAgain(with key: EncryptionKey) {
-        guard let incident = state.withLock({ state in defer { state.keyFileIncident = nil }; return state.keyFileIncident })
-        else { return }
-        guard let copy = incident.copy, EncryptionKey.KeyFileIdentity(path: copy.path) == copy.identity else {
-            logger.notice("the key file opens the database again", metadata: metadata)
-            return
-        }
-        if let copied = try? EncryptionKey(contentsOf: copy.path), copied.isSameKey(as: key),
-           handOver.removeInUseCopy(at: copy.path, ifStill: copy.identity) {
-            logger.notice(
-                "the key file opens the database again; removed \(copy.path), the copy of the same key written while it did not",
-                metadata: metadata)
-        } else {
-            logger.notice(
-                .init(stringLiteral: "the key file opens the database again, with another key; \(copy.path) holds the key used before"
-                    + " and is kept: it no longer opens the database, but it opens backups taken before. Remove it once"
-                    + " it is kept with them"),
-                metadata: metadata)
-        }
-    }
-
-    private func retryWALTruncate() {
-        do {
-            try pool.writeWithoutTransaction { db in try db.checkpointTruncateWithoutWaiting() }
-            state.withLock { $0.isWALTruncatePending = false }
-            logger.notice(
-                "the WAL is truncated: no page under the old key is left in the main file", metadata: metadata)
-        } catch {
-            logger.debug("the WAL truncate is still blocked by a reader", metadata: metadata)
-        }
-    }
-
-    /// The key the pool uses now (for checks and backups).
-    private var currentKey: EncryptionKey { state.withLock { $0.key } }
 
     // MARK: - Health and backups
 
@@ -701,7 +213,7 @@ public final class DatabaseService: Service, Sendable {
         do {
             var report = try await offCooperativePool { [self] () throws -> HealthReport in
                 let connection = try Connection(
-                    path: path, encryption: .key(try healthKey(), settings: configuration.pool.settings),
+                    path: path, encryption: .key(try keyRotation.keyForHealthCheck(), settings: configuration.pool.settings),
                     options: OpenOptions(mode: .readOnly))
                 defer { connection.close() }
                 let count = try connection.scalar("SELECT count(*) FROM sqlite_master", as: Int.self) ?? 0
@@ -734,7 +246,7 @@ public final class DatabaseService: Service, Sendable {
     public func backup(toPath destination: String, key: EncryptionKey? = nil) async throws {
         let started = ContinuousClock.now
         do {
-            let encryption = Encryption.key(key ?? currentKey, settings: configuration.pool.settings)
+            let encryption = Encryption.key(key ?? keyRotation.currentKey, settings: configuration.pool.settings)
             try await pool.read { db in
                 // All pages in one step: a partial step restarts whenever the writer commits.
                 try db.backup(toPath: destination, encryption: encryption, pagesPerStep: 1 << 30)
@@ -744,16 +256,6 @@ public final class DatabaseService: Service, Sendable {
             metrics.backup(succeeded: false, ContinuousClock.now - started)
             throw error
         }
-    }
-
-    /// The key file's key; during a hand-over, the key recorded for it when that is the pool's key.
-    private func healthKey() throws -> EncryptionKey {
-        let fileKey = try handOver.currentKey()
-        let current = currentKey
-        if !fileKey.isSameKey(as: current), let recorded = try? handOver.rotatingKey(), recorded.isSameKey(as: current) {
-            return recorded
-        }
-        return fileKey
     }
 }
 #endif

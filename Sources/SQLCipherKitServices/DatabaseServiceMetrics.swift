@@ -8,16 +8,14 @@ import CoreMetrics
 /// | Name | Type | Meaning |
 /// |---|---|---|
 /// | `sqlcipherkit_pool_readers` | Gauge | reader connections open (sampled at each key-file check and health check) |
-/// | `sqlcipherkit_key_rotations_total` | Counter (`result`) | live key rotations |
-/// | `sqlcipherkit_key_rotation_duration_seconds` | Timer | rekey + verification + key-file rename |
+/// | `sqlcipherkit_key_rotations_total` | Counter (`result`) | live key rotations (recorded by ``LiveKeyRotation``: ``KeyRotationMetrics``) |
+/// | `sqlcipherkit_key_rotation_duration_seconds` | Timer | rekey + verification + key-file rename (the same) |
 /// | `sqlcipherkit_backups_total` | Counter (`result`) | backups through ``DatabaseService/backup(toPath:key:)`` |
 /// | `sqlcipherkit_backup_duration_seconds` | Timer | backup, verified |
 /// | `sqlcipherkit_health_checks_total` | Counter (`result`) | ``DatabaseService/checkHealth()`` calls |
 /// | `sqlcipherkit_health_check_duration_seconds` | Timer | a health check (includes key derivation for a passphrase) |
 struct DatabaseServiceMetrics: Sendable {
     let readers: Gauge
-    private let rotations: [Bool: Counter]
-    let rotationDuration: Timer
     private let backups: [Bool: Counter]
     let backupDuration: Timer
     private let healthChecks: [Bool: Counter]
@@ -30,19 +28,11 @@ struct DatabaseServiceMetrics: Sendable {
              false: Counter(label: label, dimensions: base + [("result", "failure")], factory: factory)]
         }
         readers = Gauge(label: "sqlcipherkit_pool_readers", dimensions: base, factory: factory)
-        rotations = outcomes("sqlcipherkit_key_rotations_total")
-        rotationDuration = Timer(
-            label: "sqlcipherkit_key_rotation_duration_seconds", dimensions: base, factory: factory)
         backups = outcomes("sqlcipherkit_backups_total")
         backupDuration = Timer(label: "sqlcipherkit_backup_duration_seconds", dimensions: base, factory: factory)
         healthChecks = outcomes("sqlcipherkit_health_checks_total")
         healthCheckDuration = Timer(
             label: "sqlcipherkit_health_check_duration_seconds", dimensions: base, factory: factory)
-    }
-
-    func rotation(succeeded: Bool, _ duration: Duration) {
-        rotations[succeeded]?.increment()
-        rotationDuration.recordDuration(duration)
     }
 
     func backup(succeeded: Bool, _ duration: Duration) {
