@@ -463,7 +463,7 @@ public final class LiveKeyRotation: Sendable {
         do {
             (fileKey, identity) = try EncryptionKey.readKeyFile(atPath: handOver.keyFile)
         } catch {
-            // Removed, made readable by others, not a file: no file the service accepts holds the key any more.
+            // Removed, made readable by others, not a file: no file the rotation accepts holds the key any more.
             state.withLock { $0.keyFileIdentity = EncryptionKey.KeyFileIdentity(path: handOver.keyFile) }
             let reason = (error as? DatabaseError)?.message ?? "\(error)"
             keyFileStoppedOpening(because: "the key file changed and cannot be used (\(reason))")
