@@ -9,7 +9,8 @@ import Vapor
 /// one line (see `configure`). Docs/Services.md walks through it.
 ///
 /// Environment: NOTES_DATABASE (default notes.db), NOTES_KEY_FILE (default notes.key); NOTES_LIVE_ROTATION=1 opens
-/// the file through a `DatabaseService` instead (live key rotation through `<key file>.next`, a health check).
+/// the file through a `DatabaseService` instead (live key rotation through `<key file>.next`, a health check);
+/// NOTES_LIVE_ROTATION=bare through a `LiveKeyRotation` alone (live key rotation, no swift-service-lifecycle).
 /// Run: sqlcipherkit-vapor-example serve --hostname 127.0.0.1 --port 8080
 ///   POST /authors  {"name": …}                 → the author
 ///   POST /notes    {"body": …, "author": {"id": …}} → the note
@@ -21,44 +22,61 @@ enum VaporExample {
         var environment = try Environment.detect()
         try LoggingSystem.bootstrap(from: &environment)
         let app = try await Application.make(environment)
-        var databaseService: Task<Void, any Error>?
+        var closeDatabase: (@Sendable () async -> Void)?
         do {
-            databaseService = try await configure(app)
+            closeDatabase = try await configure(app)
             try await app.execute()
         } catch {
             app.logger.report(error: error)
-            try? await shutDown(app, databaseService)
+            try? await shutDown(app, closeDatabase)
             throw error
         }
-        try await shutDown(app, databaseService)
+        try await shutDown(app, closeDatabase)
     }
 
     /// Stops in the order requests need: the server first (it finishes the requests in flight), then the
     /// databases. `Application.asyncShutdown()` alone shuts Fluent down before it stops the server, so a request
     /// still running would find no database.
-    static func shutDown(_ app: Application, _ databaseService: Task<Void, any Error>?) async throws {
+    static func shutDown(_ app: Application, _ closeDatabase: (@Sendable () async -> Void)?) async throws {
         await app.server.shutdown()
         try await app.asyncShutdown()
-        // A DatabaseService closes its pool, after the work in flight, when its run() ends.
-        databaseService?.cancel()
-        _ = try? await databaseService?.value
+        await closeDatabase?()
     }
 
-    /// Configures the app; returns the task running the `DatabaseService` when there is one.
-    static func configure(_ app: Application) async throws -> Task<Void, any Error>? {
+    /// Configures the app; returns what closes the database after Fluent, when the app opened it itself.
+    static func configure(_ app: Application) async throws -> (@Sendable () async -> Void)? {
         let path = Environment.get("NOTES_DATABASE") ?? "notes.db"
         let keyFile = Environment.get("NOTES_KEY_FILE") ?? "notes.key"
-        var databaseService: Task<Void, any Error>?
-        if Environment.get("NOTES_LIVE_ROTATION") == "1" {
+        var closeDatabase: (@Sendable () async -> Void)?
+        switch Environment.get("NOTES_LIVE_ROTATION") {
+        case "1":
             // A DatabaseService rotates the key live and answers health checks; Fluent runs over its pool, which
             // must enforce foreign keys as `.sqlcipher(file:)` does.
             var configuration = DatabaseService.Configuration(metricsName: "notes", logger: app.logger)
             configuration.pool.openOptions.enforcesForeignKeys = true
             let database = try DatabaseService(path: path, keyFile: keyFile, configuration: configuration)
             app.databases.use(.sqlcipher(pool: database.pool), as: .sqlcipher)
-            databaseService = Task { try await database.run() }
+            let service = Task { try await database.run() }
             app.get("health") { _ async throws -> String in try await database.checkHealth().description }
-        } else {
+            closeDatabase = {
+                // A DatabaseService closes its pool, after the work in flight, when its run() ends.
+                service.cancel()
+                _ = try? await service.value
+            }
+        case "bare":
+            // Live rotation alone, with Vapor's lifecycle and no swift-service-lifecycle (Docs/Services.md, "Live key
+            // rotation without swift-service-lifecycle").
+            var configuration = LiveKeyRotation.Configuration(metricsName: "notes", logger: app.logger)
+            configuration.pool.openOptions.enforcesForeignKeys = true
+            let rotation = try LiveKeyRotation(path: path, keyFile: keyFile, configuration: configuration)
+            app.databases.use(.sqlcipher(pool: rotation.pool), as: .sqlcipher)
+            let watcher = Task { await rotation.run() }
+            closeDatabase = {
+                watcher.cancel()
+                await watcher.value
+                rotation.pool.close()
+            }
+        default:
             // Before (plaintext): app.databases.use(.sqlite(.file(path)), as: .sqlite)
             app.databases.use(.sqlcipher(file: path, keyProvider: .file(keyFile)), as: .sqlcipher)
         }
@@ -89,7 +107,7 @@ enum VaporExample {
         app.get("notes") { request async throws -> Page<Note> in
             try await Note.query(on: request.db).with(\.$author).sort(\.$id).paginate(for: request)
         }
-        return databaseService
+        return closeDatabase
     }
 }
 

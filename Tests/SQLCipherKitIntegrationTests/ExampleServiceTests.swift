@@ -64,6 +64,67 @@ struct ExampleServiceTests {
         #expect(try db.scalar("SELECT count(*) FROM notes", as: Int.self) == 15)
     }
 
+    @Test("Vapor with LiveKeyRotation alone, no swift-service-lifecycle: a key handed over is rotated in while it serves")
+    func vaporLiveKeyRotationWithoutServiceLifecycle() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let keyFile = directory.path("notes.key")
+        let databasePath = directory.path("notes.db")
+        try writeKeyFile(Self.keyText, to: keyFile)
+        let port = try freeLocalPort()
+        let service = try ServiceProcess(
+            "sqlcipherkit-vapor-example", arguments: ["serve", "--hostname", "127.0.0.1", "--port", "\(port)"],
+            environment: [
+                "NOTES_DATABASE": databasePath, "NOTES_KEY_FILE": keyFile, "LOG_LEVEL": "notice",
+                "NOTES_LIVE_ROTATION": "bare",
+            ],
+            in: directory)
+        _ = try await service.waitForOutput("Server start")
+        let newKeyText = "x'" + String(repeating: "5e6f", count: 16) + "'"
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        do {
+            // A failure in here shuts the client down before it is reported (a client dropped unshut crashes the run).
+            let base = "http://127.0.0.1:\(port)"
+            let author = try await http(client, .POST, "\(base)/authors", body: #"{"name":"Ada"}"#, json: true)
+            let authorID = try #require(try jsonObject(author.body)["id"] as? String)
+            func post(_ body: String) async throws -> Int {
+                let json = #"{"body":"\#(body)","author":{"id":"\#(authorID)"}}"#
+                return try await http(client, .POST, "\(base)/notes", body: json, json: true).status
+            }
+            #expect(try await post("secret note before") == 200)
+
+            try writeKeyFile(newKeyText, to: keyFile + ".next")
+            // The app's own log says when the watch it started in a plain Task rotated the key.
+            _ = try await service.waitForOutput("rotated the database key live")
+            #expect(try await post("secret note after") == 200, "the pool serves on the new key")
+            let orphan = try await http(
+                client, .POST, "\(base)/orphans", body: #"{"body":"orphan","author":{"id":"\#(UUID())"}}"#, json: true)
+            #expect(orphan.status != 200, "the pool LiveKeyRotation opened enforces foreign keys: \(orphan.body)")
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+        #expect(try await service.terminate() == 0, "output:\n\(service.output)")
+        #expect(!service.output.contains("Fatal error"), "\(service.output)")
+
+        #expect(String(decoding: try fileBytes(keyFile), as: UTF8.self) == newKeyText + "\n")
+        #expect(!FileManager.default.fileExists(atPath: keyFile + ".next"))
+        #expect(!FileManager.default.fileExists(atPath: keyFile + ".rotating"))
+        let bytes = try fileBytes(databasePath)
+        #expect(!contains(bytes, "SQLite format 3") && !contains(bytes, "secret note"))
+        let oldKey = try EncryptionKey(sqlcipherRawKeyText: Self.keyText)
+        #expect(throws: DatabaseError.self, "a fresh connection with the old key does not open the file") {
+            let db = try Connection(path: databasePath, encryption: .key(oldKey), options: OpenOptions(mode: .readOnly))
+            defer { db.close() }
+            _ = try db.scalar("SELECT count(*) FROM notes", as: Int.self)
+        }
+        let newKey = try EncryptionKey(sqlcipherRawKeyText: newKeyText)
+        let db = try Connection(path: databasePath, encryption: .key(newKey), options: OpenOptions(mode: .readOnly))
+        defer { db.close() }
+        #expect(try db.scalar("SELECT count(*) FROM notes", as: Int.self) == 2)
+    }
+
     @Test("SIGTERM under load: the server finishes its requests before the database closes; exit 0, WAL checkpointed",
           arguments: [false, true])
     func vaporShutdownUnderLoad(throughDatabaseService: Bool) async throws {
