@@ -8,7 +8,7 @@ import CoreMetrics
 /// | Name | Type | Meaning |
 /// |---|---|---|
 /// | `sqlcipherkit_pool_readers` | Gauge | reader connections open (sampled at each key-file check and health check) |
-/// | `sqlcipherkit_key_rotations_total` | Counter (`result`) | live key rotations (recorded by ``LiveKeyRotation``: ``KeyRotationMetrics``) |
+/// | `sqlcipherkit_key_rotations_total` | Counter (`result`) | live key rotations (``LiveKeyRotation`` records them) |
 /// | `sqlcipherkit_key_rotation_duration_seconds` | Timer | rekey + verification + key-file rename (the same) |
 /// | `sqlcipherkit_backups_total` | Counter (`result`) | backups through ``DatabaseService/backup(toPath:key:)`` |
 /// | `sqlcipherkit_backup_duration_seconds` | Timer | backup, verified |

@@ -718,11 +718,10 @@ struct KeyRotationMetrics: Sendable {
 
     init(database: String, factory: any MetricsFactory) {
         let base = [("database", database)]
+        let label = "sqlcipherkit_key_rotations_total"
         rotations = [
-            true: Counter(
-                label: "sqlcipherkit_key_rotations_total", dimensions: base + [("result", "success")], factory: factory),
-            false: Counter(
-                label: "sqlcipherkit_key_rotations_total", dimensions: base + [("result", "failure")], factory: factory),
+            true: Counter(label: label, dimensions: base + [("result", "success")], factory: factory),
+            false: Counter(label: label, dimensions: base + [("result", "failure")], factory: factory),
         ]
         rotationDuration = Timer(
             label: "sqlcipherkit_key_rotation_duration_seconds", dimensions: base, factory: factory)
