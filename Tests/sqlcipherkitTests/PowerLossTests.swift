@@ -63,7 +63,12 @@ struct PowerLossTests {
         let replica = folder + "/replica"
         let running = try RunningCommand(
             ["replicate", database, "--key-file", keyFile, "--to", "file://" + replica, "--sync-interval", "100ms"],
-            environment: ["LD_PRELOAD": library, "POWERLOSS_TRACE": tracePath, "POWERLOSS_ROOT": folder], in: scratch)
+            environment: [
+                // Kept in front of what the environment preloads already (the SQLCipher 4 runtime's libpython).
+                "LD_PRELOAD": [library, ProcessInfo.processInfo.environment["LD_PRELOAD"]].compactMap { $0 }
+                    .joined(separator: " "),
+                "POWERLOSS_TRACE": tracePath, "POWERLOSS_ROOT": folder,
+            ], in: scratch)
         // Waits for the first snapshot's manifest (the first sync's last object), bounded only to turn a hang into
         // a failure.
         let deadline = ContinuousClock.now + .seconds(120)
