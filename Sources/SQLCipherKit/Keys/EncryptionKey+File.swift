@@ -78,19 +78,10 @@ extension EncryptionKey {
         let (descriptor, status) = try openSmallFile(
             atPath: path, describedAs: "key file \(shownPath)", limit: nil, failure: Self.invalid)
         defer { close(descriptor) }
-        let mode = status.st_mode & 0o777
         if permissions == .requireOwnerOnly {
             // Whoever owns the file can replace the key: only this user or root may.
-            guard status.st_uid == geteuid() || status.st_uid == 0 else {
-                throw Self.invalid(
-                    "key file \(shownPath) belongs to user id \(status.st_uid), not to this user (\(geteuid())) or"
-                        + " root; a key file must be owned by the account that uses it")
-            }
-            if mode & 0o077 != 0 {
-                throw Self.invalid(
-                    "key file \(shownPath) can be read by group or others (mode \(String(mode, radix: 8))); "
-                        + "run `chmod 600 \(shownPath)`")
-            }
+            try SecretFile.requireOwnerOnly(
+                status, describedAs: "key file \(shownPath)", displayPath: shownPath, failure: Self.invalid)
         }
         let size = Int(status.st_size)
         guard size <= Self.maximumKeyFileByteCount else {
