@@ -73,6 +73,15 @@ public final class PeerProcess {
                 except Exception as error:
                     print("error %s" % error, flush=True)
                 continue
+            elif words[0] == "value":
+                # Answers "value TEXT" (the first column of the first row of the rest of the line, as text), or
+                # "error MESSAGE".
+                try:
+                    row = db.execute(line.strip()[len("value "):]).fetchone()
+                    print("value %s" % (row[0] if row else "none"), flush=True)
+                except Exception as error:
+                    print("error %s" % error, flush=True)
+                continue
             elif words[0] == "write-every":
                 # Inserts a row into TABLE (default t) every N ms until a line arrives on stdin; answers with the
                 # number written.
@@ -158,6 +167,13 @@ public final class PeerProcess {
         let line = try send("count \(table)", expecting: "")
         if line.hasPrefix("count "), let count = Int(line.dropFirst("count ".count)) { return .success(count) }
         return .failure(PeerError(message: line))
+    }
+
+    /// The first column of the first row of `sql` (one line), as text; `.failure` when the query fails.
+    public func value(_ sql: String) throws -> Result<String, PeerError> {
+        let answer = try send("value \(sql)", expecting: "")
+        if answer.hasPrefix("value ") { return .success(String(answer.dropFirst("value ".count))) }
+        return .failure(PeerError(message: answer))
     }
 
     /// Changes the database's key from this process (as another replica of a service would), through SQLCipher's
