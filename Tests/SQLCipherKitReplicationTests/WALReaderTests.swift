@@ -29,15 +29,17 @@ struct WALReaderTests {
             let target = folder.path("restored.db")
             let descriptor = open(target, O_RDWR | O_CREAT, 0o600)
             defer { close(descriptor) }
-            var applier = FrameApplier(
-                descriptor: descriptor, path: target, position: WALPosition(start: header), pageSize: header.pageSize)
-            try applier.apply(segment, startsLog: true)
+            let write: (UInt32, UnsafeRawBufferPointer, UInt32) throws -> Void = { page, bytes, _ in
+                try writeFully(descriptor, bytes, at: Int64(page - 1) * Int64(bytes.count), path: target)
+            }
+            var applier = FrameApplier(position: WALPosition(start: header), pageSize: header.pageSize)
+            try applier.apply(segment, startsLog: true, write: write)
             #expect(applier.position?.frame ?? 0 > 0)
             // The start of another log (other salts) is not followed by this segment.
             var other = WALPosition(start: header)
             other.salt1 &+= 7
-            var refusing = FrameApplier(descriptor: descriptor, path: target, position: other, pageSize: header.pageSize)
-            #expect(throws: FrameApplier.Problem.self) { try refusing.apply(segment, startsLog: true) }
+            var refusing = FrameApplier(position: other, pageSize: header.pageSize)
+            #expect(throws: FrameApplier.Problem.self) { try refusing.apply(segment, startsLog: true, write: write) }
         }
     }
 

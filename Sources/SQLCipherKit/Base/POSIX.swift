@@ -32,7 +32,7 @@ func readFilePrefix(atPath path: String, count: Int) -> [UInt8] {
 }
 
 /// Flushes a file (or folder) to stable storage.
-func syncToDisk(atPath path: String) throws {
+package func syncToDisk(atPath path: String) throws {
     let descriptor = open(path, O_RDONLY | O_CLOEXEC)
     guard descriptor >= 0 else { throw fileSystemError("cannot open \(path) to flush it") }
     defer { closeFileDescriptor(descriptor) }
@@ -40,13 +40,13 @@ func syncToDisk(atPath path: String) throws {
 }
 
 /// The folder that holds a path (`.` for a bare file name).
-func parentFolder(of path: String) -> String {
+package func parentFolder(of path: String) -> String {
     guard let slash = path.lastIndex(of: "/") else { return "." }
     return slash == path.startIndex ? "/" : String(path[..<slash])
 }
 
 /// Renames atomically and flushes the folder, so the new name survives a crash.
-func atomicRename(from source: String, to destination: String) throws {
+package func atomicRename(from source: String, to destination: String) throws {
     guard rename(source, destination) == 0 else {
         throw fileSystemError("cannot rename \(source) to \(destination)")
     }

@@ -100,6 +100,9 @@ public actor Replicator {
     package private(set) var shippedEverythingAtLastStop: Bool?
     /// The last point of the generation before the next one (kept when a generation ends).
     var previousLink: GenerationLink?
+    /// Set by a promoted follower before the start: the point of the old primary's generation it reached. The lease
+    /// is taken whoever holds it (fencing the old primary) and the first generation follows that point.
+    var promotion: GenerationLink?
     /// The replica's identity, once known (from the store's newest generation, or new).
     var replicaIdentity: String?
     var statusValue = ReplicationStatus()
@@ -134,6 +137,17 @@ public actor Replicator {
         self.logger = logger
         metrics = ReplicationMetrics(database: configuration.metricsName, factory: configuration.metricsFactory)
         lease = ReplicaLease(store: store, duration: configuration.leaseDuration)
+    }
+
+    /// Makes this replicator the one of a promoted follower: call before the start. It takes the replica's lease
+    /// from whoever holds it (the old primary stops at its next sync: ``ReplicationError/Kind/fenced``), and its
+    /// first generation follows `link` (the old primary's point the follower reached), its reason
+    /// ``GenerationReason/promoted``.
+    func takeOver(after link: GenerationLink) {
+        promotion = link
+        previousLink = link
+        nextGenerationReason = (
+            .promoted, "a follower that had reached \(link.generation)/\(link.index) was promoted to primary")
     }
 
     /// Where the replicator stands.
@@ -321,7 +335,7 @@ public actor Replicator {
             authentication = try await database.locked { try database.authentication() }
             let logger = self.logger
             try await lease.acquire(
-                generation: nil, now: configuration.now(),
+                generation: nil, now: configuration.now(), force: promotion != nil,
                 waiting: { holder, duration in
                     logger.warning(
                         "replica lease held by a replicator this host cannot check; waiting for it to renew before taking it over",
@@ -333,7 +347,9 @@ public actor Replicator {
             throw error
         }
         self.database = database
-        hasTriedResume = false
+        // A promoted follower's log is its own (appended, with its own salts), never the old primary's: nothing to
+        // resume.
+        hasTriedResume = promotion != nil
         logger.info("replication started", metadata: ["path": "\(database.path)"])
     }
 

@@ -64,6 +64,15 @@ public struct Replica: Sendable {
     public func restore(
         to path: String, at target: RestoreTarget = .latest, options: RestoreOptions = RestoreOptions()
     ) async throws -> RestoreReport {
+        try await restoreKeepingPosition(to: path, at: target, options: options).report
+    }
+
+    /// ``restore(to:at:options:)``, also saying where in the source's log the restored file stands (after the last
+    /// frame applied; `nil` when no log was applied and the snapshot has none), and from which catalog and plan:
+    /// a follower goes on from there.
+    func restoreKeepingPosition(
+        to path: String, at target: RestoreTarget, options: RestoreOptions
+    ) async throws -> (report: RestoreReport, position: WALPosition?, plan: RestorePlan, catalog: ReplicaCatalog) {
         var status = stat()
         if !options.replacesExisting && lstat(path, &status) == 0 {
             throw ReplicationError(.destinationExists, "\(path) exists; nothing was written", remedy: .replaceOnPurpose)
@@ -73,7 +82,8 @@ public struct Replica: Sendable {
         let replacement = try AtomicReplacement(
             destination: path, policy: options.replacesExisting ? .replaceExisting : .createNew, operation: "restore")
         do {
-            let byteCount = try await write(plan, into: replacement.temporaryPath, progress: options.progress)
+            let (byteCount, position) = try await write(
+                plan, into: replacement.temporaryPath, progress: options.progress)
             var verification: (name: String, report: IntegrityReport)?
             try replacement.commit { temporaryPath in
                 guard !options.verificationKeys.isEmpty else { return }
@@ -82,11 +92,12 @@ public struct Replica: Sendable {
             }
             var authenticatedWith: String?
             if case .verified(let name) = plan.generation.authenticity { authenticatedWith = name }
-            return RestoreReport(
+            let report = RestoreReport(
                 point: plan.point, path: replacement.destination, byteCount: byteCount,
                 snapshotIndex: plan.snapshot.index, segmentCount: plan.segments.count,
                 verifiedWith: verification?.name, integrity: verification?.report, newestPoint: catalog.newestPoint,
                 authenticatedWith: authenticatedWith)
+            return (report, position, plan, catalog)
         } catch {
             replacement.abandon()
             throw error
@@ -95,10 +106,10 @@ public struct Replica: Sendable {
 
     /// Downloads, checks and writes the plan's objects into the (empty) file at `path`.
     ///
-    /// - Returns: The file's final size.
+    /// - Returns: The file's final size, and the position in the source's log after the last frame applied.
     private func write(
         _ plan: RestorePlan, into path: String, progress: (@Sendable (RestoreProgress) -> Void)?
-    ) async throws -> Int64 {
+    ) async throws -> (byteCount: Int64, position: WALPosition?) {
         let descriptor = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { throw fileSystemFailure("cannot open \(path)") }
         defer { close(descriptor) }
@@ -124,22 +135,12 @@ public struct Replica: Sendable {
         }
 
         var frames = FrameApplier(
-            descriptor: descriptor, path: path, position: snapshot.isExact ? snapshot.manifest.logPosition : nil,
-            pageSize: plan.generation.pageSize ?? 0)
+            position: snapshot.isExact ? snapshot.manifest.logPosition : nil, pageSize: plan.generation.pageSize ?? 0)
         for segment in plan.segments {
-            let bytes = try await download(segment.key, plan: plan, failingAt: segment.index)
-            guard SHA256.hex(bytes) == segment.sha256 else {
-                throw damaged(segment.key, plan: plan, failingAt: segment.index)
-            }
-            do {
-                try frames.apply(bytes, startsLog: segment.startsLog)
-            } catch let problem as FrameApplier.Problem {
-                let lastGood = plan.generation.lastGoodPoint(before: segment.index)
-                throw ReplicationError(
-                    .damaged,
-                    "\(segment.key) does not follow on from the segment before it (\(problem.reason)); restore"
-                        + " stopped" + ReplicaGeneration.lastGoodText(lastGood),
-                    remedy: .nameRestorePoint(lastGood: lastGood))
+            let bytes = try await downloadSegment(segment, of: plan.generation)
+            // Each page is at its number's offset: the page's own size (the segment's log's) places it.
+            try frames.apply(bytes, of: segment, in: plan.generation, operation: "restore") { page, bytes, _ in
+                try writeFully(descriptor, bytes, at: Int64(page - 1) * Int64(bytes.count), path: path)
             }
             completed += segment.byteCount
             progress?(RestoreProgress(completedByteCount: completed, totalByteCount: total))
@@ -147,7 +148,35 @@ public struct Replica: Sendable {
         let size = frames.databasePageCount.map { Int64($0) * Int64(frames.pageSize) } ?? snapshot.byteCount
         guard ftruncate(descriptor, off_t(size)) == 0 else { throw fileSystemFailure("cannot size \(path)") }
         guard fsync(descriptor) == 0 else { throw fileSystemFailure("cannot flush \(path)") }
-        return size
+        return (size, frames.position)
+    }
+
+    /// Downloads a segment and checks it against the SHA-256 its name carries.
+    ///
+    /// - Throws: ``ReplicationError`` (`damaged`: missing or not matching, naming the last good point); the
+    ///   store's errors.
+    func downloadSegment(
+        _ segment: ReplicaSegment, of generation: ReplicaGeneration, operation: String = "restore"
+    ) async throws -> [UInt8] {
+        let lastGood = generation.lastGoodPoint(before: segment.index)
+        let bytes: [UInt8]
+        do {
+            bytes = try await store.get(segment.key)
+        } catch let error as ReplicationError where error.kind == .notFound {
+            throw ReplicationError(
+                .damaged,
+                "\(segment.key) is missing from the store; \(operation) stopped"
+                    + ReplicaGeneration.lastGoodText(lastGood),
+                remedy: .nameRestorePoint(lastGood: lastGood))
+        }
+        guard SHA256.hex(bytes) == segment.sha256 else {
+            throw ReplicationError(
+                .damaged,
+                "\(segment.key) does not match its SHA-256 (the object is damaged); \(operation) stopped"
+                    + ReplicaGeneration.lastGoodText(lastGood),
+                remedy: .nameRestorePoint(lastGood: lastGood))
+        }
+        return bytes
     }
 
     private func download(_ key: String, plan: RestorePlan, failingAt index: Int) async throws -> [UInt8] {
@@ -171,29 +200,50 @@ public struct Replica: Sendable {
     }
 }
 
-/// Applies log frames to the file being restored, checking them as SQLite would (salts, running checksum), and
-/// that each segment follows on from the one before.
+/// Checks log frames as SQLite would (salts, running checksum) and that each segment follows on from the one
+/// before, and hands each page to a writer: the file being restored, or a follower's log.
 struct FrameApplier {
     struct Problem: Error {
         let reason: String
     }
 
-    let descriptor: CInt
-    let path: String
     /// The log being applied and how far; `nil` before the first log.
     var position: WALPosition?
     var pageSize: Int
     /// The size the last commit applied gives; `nil` until one is applied.
     var databasePageCount: UInt32?
 
-    init(descriptor: CInt, path: String, position: WALPosition?, pageSize: Int) {
-        self.descriptor = descriptor
-        self.path = path
+    init(position: WALPosition?, pageSize: Int) {
         self.position = position
         self.pageSize = position?.pageSize ?? pageSize
     }
 
-    mutating func apply(_ bytes: [UInt8], startsLog: Bool) throws {
+    /// ``apply(_:startsLog:write:)`` for a segment of `generation`, its problems as ``ReplicationError``
+    /// (`damaged`, naming the segment and the last good point).
+    mutating func apply(
+        _ bytes: [UInt8], of segment: ReplicaSegment, in generation: ReplicaGeneration, operation: String,
+        write: (_ pageNumber: UInt32, _ page: UnsafeRawBufferPointer, _ commitPageCount: UInt32) throws -> Void
+    ) throws {
+        do {
+            try apply(bytes, startsLog: segment.startsLog, write: write)
+        } catch let problem as Problem {
+            let lastGood = generation.lastGoodPoint(before: segment.index)
+            throw ReplicationError(
+                .damaged,
+                "\(segment.key) does not follow on from the segment before it (\(problem.reason)); \(operation)"
+                    + " stopped" + ReplicaGeneration.lastGoodText(lastGood),
+                remedy: .nameRestorePoint(lastGood: lastGood))
+        }
+    }
+
+    /// Checks every frame of `bytes` and hands its page to `write` (with the database's size in pages after the
+    /// transaction for a commit frame, 0 for the others). The state moves only when the whole segment checks out;
+    /// a problem part-way leaves pages written that the caller must discard (a temporary file, an append not
+    /// committed).
+    mutating func apply(
+        _ bytes: [UInt8], startsLog: Bool,
+        write: (_ pageNumber: UInt32, _ page: UnsafeRawBufferPointer, _ commitPageCount: UInt32) throws -> Void
+    ) throws {
         try bytes.withUnsafeBytes { buffer in
             var offset = 0
             var running: WALPosition
@@ -213,26 +263,28 @@ struct FrameApplier {
                 throw Problem(reason: "its size is not a whole number of frames")
             }
             var lastWasCommit = false
+            var pageCount = databasePageCount
             while offset < buffer.count {
                 let frame = UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + frameSize)])
                 guard let (header, checksum) = WALFormat.validate(frame: frame, at: running) else {
                     throw Problem(reason: "frame \(running.frame + 1) of its log fails its salt or checksum check")
                 }
-                let page = UnsafeRawBufferPointer(rebasing: frame[WALFormat.frameHeaderSize...])
-                let pageOffset = Int64(header.pageNumber - 1) * Int64(running.pageSize)
-                try writeFully(descriptor, page, at: pageOffset, path: path)
+                try write(
+                    header.pageNumber, UnsafeRawBufferPointer(rebasing: frame[WALFormat.frameHeaderSize...]),
+                    header.databasePageCountAfterCommit)
                 running.frame += 1
                 running.checksum = checksum
                 lastWasCommit = header.isCommit
                 if header.isCommit {
                     running.databasePageCount = header.databasePageCountAfterCommit
-                    databasePageCount = header.databasePageCountAfterCommit
+                    pageCount = header.databasePageCountAfterCommit
                 }
                 offset += frameSize
             }
             guard lastWasCommit else { throw Problem(reason: "it does not end with a commit") }
             position = running
             pageSize = running.pageSize
+            databasePageCount = pageCount
         }
     }
 }
