@@ -49,6 +49,64 @@ struct ReplicateCommand: OperatorCommand {
     @OptionGroup(title: "Replica")
     var replicaOptions: ReplicaOptions
 
+    @OptionGroup(title: "Replication")
+    var replication: ReplicatorOptions
+
+    @OptionGroup(title: "Key")
+    var key: KeyOptions
+
+    @OptionGroup(title: "Cipher settings (advanced)", visibility: .hidden)
+    var cipher: CipherOptions
+
+    @OptionGroup(title: "Output")
+    var output: OutputOptions
+
+    var cipherOptionsForRun: CipherOptions? { cipher }
+
+    func validate() throws {
+        try validateReplicaURL(replica)
+    }
+
+    func run() throws {
+        let key = try key.loadKey()
+        let settings = try cipher.settings(for: key)
+        guard FileFacts.isNonEmptyFile(database) else {
+            throw CommandFailure("\(database) does not exist or is empty; nothing to replicate", kind: "missingFile")
+        }
+        let store = try replicaOptions.store(replica)
+        let configuration = replication.configuration(label: "sqlcipherkit.replicate")
+        let replicator = Replicator(
+            databasePath: database, keyProvider: .fixed(key), cipherSettings: settings, store: store,
+            configuration: configuration)
+        let stopRequests = StopSignals()
+        let database = database
+        let replica = replica
+        let summary = try waitFor { () async throws -> ReplicationSummary in
+            do {
+                try await replicator.start()
+                return try await superviseReplication(
+                    replicator, database: database, replica: replica, stopRequests: stopRequests
+                ) { first in
+                    "replicating \(database) to \(replica): generation \(first.generation ?? "none"), index"
+                        + " \(first.lastIndex ?? 0); SIGTERM or SIGINT ships what is left and stops"
+                }
+            } catch let error as ReplicationError {
+                try? await replicator.stop()
+                throw commandFailure(for: error)
+            }
+        }
+        Output.setJSONResult(summary)
+        if !Output.isJSON {
+            Output.result(
+                "stopped: \(database) shipped to \(replica) up to generation \(summary.generation ?? "none"), index"
+                    + " \(summary.lastIndex.map(String.init) ?? "none")"
+                    + (summary.unshippedFrameCount > 0 ? " (\(summary.unshippedFrameCount) frames not shipped)" : ""))
+        }
+    }
+}
+
+/// How a replicator ships: the options `replicate` and `promote` share.
+struct ReplicatorOptions: ParsableArguments {
     @Option(help: ArgumentHelp("How often new commits are shipped (500ms, 1s, 1m…).", valueName: "duration"))
     var syncInterval = DurationArgument(argument: "1s")!
 
@@ -69,19 +127,7 @@ struct ReplicateCommand: OperatorCommand {
             + " live holder to renew it); at most 10m.", valueName: "duration"))
     var leaseDuration = DurationArgument(argument: "15s")!
 
-    @OptionGroup(title: "Key")
-    var key: KeyOptions
-
-    @OptionGroup(title: "Cipher settings (advanced)", visibility: .hidden)
-    var cipher: CipherOptions
-
-    @OptionGroup(title: "Output")
-    var output: OutputOptions
-
-    var cipherOptionsForRun: CipherOptions? { cipher }
-
     func validate() throws {
-        try validateReplicaURL(replica)
         guard syncInterval.duration > .zero else { throw ValidationError("--sync-interval must be more than 0") }
         guard leaseDuration.duration > .zero, leaseDuration.duration <= .seconds(600) else {
             // A newcomer on another machine waits at most 10 minutes for a lease to be renewed, whatever it states.
@@ -92,61 +138,39 @@ struct ReplicateCommand: OperatorCommand {
         }
     }
 
-    func run() throws {
-        let key = try key.loadKey()
-        let settings = try cipher.settings(for: key)
-        guard FileFacts.isNonEmptyFile(database) else {
-            throw CommandFailure("\(database) does not exist or is empty; nothing to replicate", kind: "missingFile")
-        }
-        let store = try replicaOptions.store(replica)
-        var logger = Logger(label: "sqlcipherkit.replicate") { StreamLogHandler.standardError(label: $0) }
+    /// The replicator's configuration, logging notices and worse to standard error under `label`.
+    func configuration(label: String) -> ReplicatorConfiguration {
+        var logger = Logger(label: label) { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = .notice
         var configuration = ReplicatorConfiguration(
             syncInterval: syncInterval.duration, snapshotInterval: snapshotInterval.duration,
             retention: ReplicaRetention(maximumAge: retention.duration, maximumSnapshotCount: retainSnapshots),
             shutdownTimeout: shutdownTimeout.duration, logger: logger)
         configuration.leaseDuration = leaseDuration.duration
-        let replicator = Replicator(
-            databasePath: database, keyProvider: .fixed(key), cipherSettings: settings, store: store,
-            configuration: configuration)
-        let stopRequests = StopSignals()
-        let database = database
-        let replica = replica
-        let summary = try waitFor { () async throws -> ReplicationSummary in
-            do {
-                try await replicator.start()
-                let first = try await replicator.syncNow()
-                Output.message(
-                    "replicating \(database) to \(replica): generation \(first.generation ?? "none"), index"
-                        + " \(first.lastIndex ?? 0); SIGTERM or SIGINT ships what is left and stops")
-                let task = Task { try await replicator.run() }
-                // Whichever comes first: a stop request, or replication stopping for good on its own (a key that
-                // no longer opens the database, a lease taken over): then the process must not stay alive as if it
-                // replicated.
-                await withTaskGroup(of: Bool.self) { group in
-                    group.addTask { _ = await task.result; return true }
-                    group.addTask { await stopRequests.wait(); return false }
-                    // A stop request cancels replication (which then ships what is left), so the first child ends
-                    // too; replication ending by itself cancels the wait for a signal.
-                    if await group.next() == false { task.cancel() }
-                    group.cancelAll()
-                }
-                try await task.value
-                let status = await replicator.status
-                return ReplicationSummary(database: database, replica: replica, status: status)
-            } catch let error as ReplicationError {
-                try? await replicator.stop()
-                throw commandFailure(for: error)
-            }
-        }
-        Output.setJSONResult(summary)
-        if !Output.isJSON {
-            Output.result(
-                "stopped: \(database) shipped to \(replica) up to generation \(summary.generation ?? "none"), index"
-                    + " \(summary.lastIndex.map(String.init) ?? "none")"
-                    + (summary.unshippedFrameCount > 0 ? " (\(summary.unshippedFrameCount) frames not shipped)" : ""))
-        }
+        return configuration
     }
+}
+
+/// Runs a started replicator until SIGTERM or SIGINT (then it ships what is left), or until replication stops for
+/// good on its own (a key that no longer opens the database, a lease taken over): the process must not stay alive as
+/// if it replicated. `announce` words the line printed after the first sync.
+func superviseReplication(
+    _ replicator: Replicator, database: String, replica: String, stopRequests: StopSignals,
+    announce: (ReplicationStatus) -> String
+) async throws -> ReplicationSummary {
+    let first = try await replicator.syncNow()
+    Output.message(announce(first))
+    let task = Task { try await replicator.run() }
+    await withTaskGroup(of: Bool.self) { group in
+        group.addTask { _ = await task.result; return true }
+        group.addTask { await stopRequests.wait(); return false }
+        // A stop request cancels replication (which then ships what is left), so the first child ends too;
+        // replication ending by itself cancels the wait for a signal.
+        if await group.next() == false { task.cancel() }
+        group.cancelAll()
+    }
+    try await task.value
+    return ReplicationSummary(database: database, replica: replica, status: await replicator.status)
 }
 
 /// What `replicate --json` reports when it stops.

@@ -7,13 +7,13 @@ import SQLCipherKit
 /// `notInThisBuild` in `--json`). They take any arguments and are hidden from `--help`, which lists what this build
 /// can do (Docs/CLI.md, "Installing").
 enum ReplicationNotInThisBuild {
-    static let commands: [any ParsableCommand.Type] = [Replicate.self, Restore.self, Snapshots.self]
+    static let commands: [any ParsableCommand.Type] = [Replicate.self, Restore.self, Snapshots.self, Promote.self]
 
     /// What each of them answers.
     static func failure(_ name: String) -> CommandFailure {
         CommandFailure(
             """
-            `\(name)` is not in this build of sqlcipherkit: replicate, restore and snapshots come with the package \
+            `\(name)` is not in this build of sqlcipherkit: replicate, restore, snapshots and promote come with the package \
             trait Replication, which a default build leaves out. Install the Debian package, which has them \
             (sudo apt-get install ./sqlcipherkit_\(SQLCipherKitVersion.string)-1_amd64.deb, made by \
             Packaging/build-deb), or build them from source: \
@@ -51,6 +51,14 @@ enum ReplicationNotInThisBuild {
         @OptionGroup var output: OutputOptions
         @Argument(parsing: .allUnrecognized) var arguments: [String] = []
         func run() throws { throw failure("restore") }
+    }
+
+    struct Promote: OperatorCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "promote", abstract: abstract, discussion: discussion("promote"), shouldDisplay: false)
+        @OptionGroup var output: OutputOptions
+        @Argument(parsing: .allUnrecognized) var arguments: [String] = []
+        func run() throws { throw failure("promote") }
     }
 
     struct Snapshots: OperatorCommand {

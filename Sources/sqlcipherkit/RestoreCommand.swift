@@ -1,6 +1,7 @@
 #if Replication  // trait Replication (Package.swift)
 import ArgumentParser
 import Foundation
+import Logging
 import SQLCipherKit
 import SQLCipherKitReplication
 
@@ -27,12 +28,24 @@ struct RestoreCommand: OperatorCommand {
             generation was written with, exits with 3 and nothing is written. `sqlcipherkit snapshots URL` \
             lists the points. A progress line shows on a terminal (--progress plain: timestamped lines for logs).
 
+            With --follow (the key is needed) DEST becomes a follower's copy: restored once, then kept current \
+            every --poll-interval by applying each new log segment as the primary ships it, and each new \
+            generation by its snapshot, until SIGTERM or SIGINT. Readers (`sqlcipherkit exec DEST`, a service's \
+            read-only pool) see one shipped commit at a time, never a half-applied one; nothing else may write to \
+            DEST. A damaged or unauthentic object, or the store being down, stops the applying at the last good \
+            point: DEST keeps serving it, and the error is logged. The copy's state file DEST.follower lets a \
+            follower started again go on where it was, and `sqlcipherkit promote URL DEST` make it the primary. \
+            Exit 0 when it stopped current (its last look at the store succeeded), 1 when it stopped stale \
+            (saying how stale), 3 when the key does not open the copy or verify the replica.
+
             Example:
               sqlcipherkit restore file:///mnt/replica/notes notes-restored.db
               sqlcipherkit restore file:///mnt/replica/notes notes.db \\
                   --at 2026-11-24T10:00:00Z --key-file notes.key
               sqlcipherkit restore file:///mnt/replica/notes notes.db \\
                   --generation 0000000007-1f2e3d4c --index 42
+              sqlcipherkit restore s3://backups/notes /srv/notes-follower.db \\
+                  --follow --key-file notes.key
             """)
     )
 
@@ -59,6 +72,14 @@ struct RestoreCommand: OperatorCommand {
     @Flag(help: "Replace the destination when it exists (atomically, once the new file is complete and verified).")
     var replace = false
 
+    @Flag(help: ArgumentHelp(
+        "Keep DEST current: apply each new segment and generation as the primary ships them, until SIGTERM (needs"
+            + " the key)."))
+    var follow = false
+
+    @Option(help: ArgumentHelp("With --follow: how long to wait between two looks at the store.", valueName: "duration"))
+    var pollInterval = DurationArgument(argument: "1s")!
+
     @OptionGroup(title: "Key (optional: to verify the restored file)")
     var key: KeyOptions
 
@@ -83,6 +104,11 @@ struct RestoreCommand: OperatorCommand {
             throw ValidationError("--at needs an ISO 8601 time such as 2026-11-24T10:00:00Z, not \(at)")
         }
         if let index, index < 0 { throw ValidationError("--index must be 0 or more, not \(index)") }
+        if follow && (at != nil || generation != nil || index != nil || replace) {
+            throw ValidationError(
+                "--follow follows the newest point: it takes no --at, --generation, --index or --replace")
+        }
+        guard pollInterval.duration > .zero else { throw ValidationError("--poll-interval must be more than 0") }
     }
 
     var target: RestoreTarget {
@@ -99,6 +125,7 @@ struct RestoreCommand: OperatorCommand {
                 settings: try cipher.settings(for: verificationKey))]
         } ?? []
         let replica = Replica(store: try replicaOptions.store(self.replica))
+        if follow { return try runFollow(replica, key: keys.first) }
         let state = Locked(PhaseState(phase: "reading the replica's listing"))
         let progressBox = Locked<PhaseProgress?>(nil)
         let options = RestoreOptions(replacesExisting: replace, verificationKeys: keys) { progress in
@@ -145,6 +172,91 @@ struct RestoreCommand: OperatorCommand {
                             + " (\(newest.time))")
             }
         }
+    }
+}
+
+extension RestoreCommand {
+    /// `restore --follow`: a ``ReplicaFollower`` until SIGTERM or SIGINT.
+    func runFollow(_ replica: Replica, key verification: VerificationKey?) throws {
+        guard let verification else {
+            throw CommandFailure(
+                "--follow needs the database's key (--key-file, --key-env or --key-stdin): the copy is opened and"
+                    + " every object authenticated with it; nothing was written", status: .usage, kind: "missingKey")
+        }
+        var logger = Logger(label: "sqlcipherkit.follow") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = .notice
+        let follower = ReplicaFollower(
+            replica: replica, path: destination, key: verification,
+            configuration: ReplicaFollower.Configuration(pollInterval: pollInterval.duration, logger: logger))
+        let stopRequests = StopSignals()
+        let source = self.replica
+        let destination = destination
+        let status = try waitFor { () async throws -> ReplicaFollower.Status in
+            do {
+                let started = try await follower.start()
+                Output.message(
+                    "following \(source) into \(destination): at \(started.point.map { "\($0)" } ?? "nothing yet")"
+                        + (started.lastError.map { " (stale: \($0))" } ?? "")
+                        + "; SIGTERM or SIGINT stops (the copy stays; `sqlcipherkit promote` makes it the primary)")
+                let task = Task { try await follower.run() }
+                await withTaskGroup(of: Bool.self) { group in
+                    group.addTask { _ = await task.result; return true }
+                    group.addTask { await stopRequests.wait(); return false }
+                    if await group.next() == false { task.cancel() }
+                    group.cancelAll()
+                }
+                let outcome = await task.result
+                let status = await follower.status
+                await follower.stop()
+                try outcome.get()
+                return status
+            } catch let error as ReplicationError {
+                await follower.stop()
+                throw commandFailure(for: error)
+            } catch {
+                await follower.stop()
+                throw error
+            }
+        }
+        let result = FollowResult(status, replica: source, path: destination)
+        Output.setJSONResult(result)
+        guard result.isCurrent else {
+            throw CommandFailure(
+                "stopped following: \(destination) holds \(result.point.map { "\($0.generation)/\($0.index)" } ?? "nothing")"
+                    + " but the last look at the store failed (\(status.lastError ?? "unknown")); the copy may be"
+                    + " \(Int(result.stalenessSeconds)) s stale", kind: "stale")
+        }
+        if !Output.isJSON {
+            Output.result(
+                "stopped following: \(destination) holds \(result.point.map { "\($0.generation)/\($0.index) (\($0.time))" } ?? "nothing"),"
+                    + " current at the last look; \(destination).follower lets a follower go on from here")
+        }
+    }
+}
+
+/// What `restore --follow --json` reports when it stops.
+struct FollowResult: Encodable, Sendable {
+    let replica: String
+    let path: String
+    /// The restore point the copy holds.
+    @Nullable var point: RestorePointReport?
+    /// When the copy was last known current (the last successful look at the store).
+    @Nullable var lastCaughtUp: String?
+    /// Seconds since then.
+    let stalenessSeconds: Double
+    /// Whether the last look at the store succeeded (the copy held everything shipped then).
+    let isCurrent: Bool
+    @Nullable var lastError: String?
+
+    init(_ status: ReplicaFollower.Status, replica: String, path: String) {
+        self.replica = replica
+        self.path = path
+        point = status.point.map(RestorePointReport.init)
+        lastCaughtUp = status.lastCaughtUp?.replicaText
+        let staleness = status.staleness()
+        stalenessSeconds = Double(staleness.components.seconds) + Double(staleness.components.attoseconds) / 1e18
+        isCurrent = status.lastError == nil && status.lastCaughtUp != nil
+        lastError = status.lastError
     }
 }
 

@@ -34,10 +34,10 @@ struct SQLCipherKitCommand: ParsableCommand {
         ] + replicationCommands
     )
 
-    /// `replicate`, `restore` and `snapshots` come with the package trait Replication (off by default).
+    /// `replicate`, `restore`, `snapshots` and `promote` come with the package trait Replication (off by default).
     #if Replication  // trait Replication (Package.swift)
     static let replicationCommands: [any ParsableCommand.Type] = [
-        ReplicateCommand.self, RestoreCommand.self, SnapshotsCommand.self,
+        ReplicateCommand.self, RestoreCommand.self, SnapshotsCommand.self, PromoteCommand.self,
     ]
     #else
     /// Hidden commands that say how to get them (ReplicationNotInThisBuild.swift).

@@ -10,6 +10,37 @@ import Darwin
 extension ReplicaFollower {
     func startNow() async throws -> Status {
         guard copy == nil else { return statusValue }
+        try takeLock()
+        do {
+            return try await startLocked()
+        } catch {
+            releaseLock()
+            throw error
+        }
+    }
+
+    /// One follower per copy: two would append to one log. A `flock` (not a POSIX lock, which SQLite's own locks
+    /// would share and a close would drop) on a file beside the copy, held while the follower has it open.
+    private func takeLock() throws {
+        guard lockDescriptor < 0 else { return }
+        let lockPath = path + ".follower-lock"
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else { throw fileSystemFailure("cannot open \(lockPath)") }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            close(descriptor)
+            throw DatabaseError(
+                .busy, "another follower has \(path) (it holds \(lockPath)); stop it first: one follower per copy")
+        }
+        lockDescriptor = descriptor
+    }
+
+    func releaseLock() {
+        guard lockDescriptor >= 0 else { return }
+        close(lockDescriptor)
+        lockDescriptor = -1
+    }
+
+    private func startLocked() async throws -> Status {
         var existing = try FollowerState.read(statePath)
         var status = stat()
         if let found = existing, found.isRestoring {
@@ -287,7 +318,9 @@ extension ReplicaFollower {
             // Not promoted: the copy is a follower's again.
             let path = path
             let key = key
-            copy = try? await offCooperativePool { try FollowerCopy(path: path, key: key, state: current) }
+            if (try? takeLock()) != nil {
+                copy = try? await offCooperativePool { try FollowerCopy(path: path, key: key, state: current) }
+            }
             throw error
         }
         unlink(statePath)
@@ -298,6 +331,7 @@ extension ReplicaFollower {
     }
 
     func closeCopy() async {
+        defer { releaseLock() }
         guard let copy else { return }
         self.copy = nil
         await offCooperativePool { copy.close() }

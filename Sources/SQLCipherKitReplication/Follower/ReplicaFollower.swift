@@ -109,6 +109,8 @@ public actor ReplicaFollower {
     var state: FollowerState?
     var copy: FollowerCopy?
     var isStopped = false
+    /// The descriptor holding the copy's follower lock (`path` + `.follower-lock`, `flock`): one follower per copy.
+    var lockDescriptor: CInt = -1
     private var tail: Task<Void, Never>?
 
     /// A follower of `replica` whose copy is at `path`.
@@ -144,7 +146,8 @@ public actor ReplicaFollower {
     /// - Returns: Where it stands.
     /// - Throws: ``ReplicationError``: `destinationExists` when `path` exists without a follower's state file (a
     ///   file this follower did not restore is never written to); what ``Replica/restore(to:at:options:)`` throws.
-    ///   ``DatabaseError`` (`wrongKey`) when the key does not open the copy.
+    ///   ``DatabaseError``: `wrongKey` when the key does not open the copy; `busy` when another follower (of any
+    ///   process) has the copy.
     @discardableResult
     public func start() async throws -> Status {
         try await serialized { try await self.startNow() }

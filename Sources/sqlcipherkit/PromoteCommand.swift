@@ -1,0 +1,132 @@
+#if Replication  // trait Replication (Package.swift)
+import ArgumentParser
+import Foundation
+import Logging
+import SQLCipherKit
+import SQLCipherKitReplication
+
+/// `sqlcipherkit promote`: a follower's copy becomes the primary (``ReplicaFollower/promote(pool:configuration:)``),
+/// and this process its replicator.
+struct PromoteCommand: OperatorCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "promote",
+        abstract: "Make a follower's copy the primary: fence the old primary, catch up, and replicate the copy.",
+        discussion: CipherOptions.withFoldedNote("""
+            For when the primary is gone: DEST must be a copy that `sqlcipherkit restore URL DEST --follow` keeps \
+            (stop that process first). promote takes the replica's lease whoever holds it, so an old primary that \
+            was only cut off stops at its next sync (exit 1, naming this generation) instead of forking the \
+            replica; applies everything the old primary shipped until then; and starts a new generation that \
+            follows the last point applied (reason promoted). Then it runs as DEST's replicator, as `replicate` \
+            does, until SIGTERM or SIGINT: start the service that writes DEST (in WAL mode) beside it. Commits the \
+            old primary made but had not shipped are lost, as with any asynchronous replica; a segment it stores \
+            after the lease changed hands is not part of the replica's history (no restore uses it). Exit 3 when \
+            the key does not open the copy or verify the replica. See Docs/Replication.md, "Failover".
+
+            Example:
+              sqlcipherkit promote s3://backups/notes /srv/notes.db --key-file notes.key
+            """)
+    )
+
+    @Argument(help: ArgumentHelp("The replica: file:///path or s3://BUCKET/PREFIX.", valueName: "url"))
+    var replica: String
+
+    @Argument(help: ArgumentHelp("The follower's copy (it has a state file DEST.follower).", valueName: "destination"))
+    var destination: String
+
+    @OptionGroup(title: "Replica")
+    var replicaOptions: ReplicaOptions
+
+    @OptionGroup(title: "Replication")
+    var replication: ReplicatorOptions
+
+    @OptionGroup(title: "Key")
+    var key: KeyOptions
+
+    @OptionGroup(title: "Cipher settings (advanced)", visibility: .hidden)
+    var cipher: CipherOptions
+
+    @OptionGroup(title: "Output")
+    var output: OutputOptions
+
+    var cipherOptionsForRun: CipherOptions? { cipher }
+
+    func validate() throws {
+        try validateReplicaURL(replica)
+    }
+
+    func run() throws {
+        let key = try key.loadKey()
+        let settings = try cipher.settings(for: key)
+        let store = try replicaOptions.store(replica)
+        var logger = Logger(label: "sqlcipherkit.promote") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = .notice
+        let follower = ReplicaFollower(
+            replica: Replica(store: store), path: destination,
+            key: VerificationKey(
+                name: self.key.files.first.map { "the key file \($0)" } ?? "the given key", key: key,
+                settings: settings),
+            configuration: ReplicaFollower.Configuration(logger: logger))
+        guard FileManager.default.fileExists(atPath: follower.statePath) else {
+            throw CommandFailure(
+                "\(destination) is not a follower's copy (there is no \(follower.statePath)); nothing was changed:"
+                    + " `sqlcipherkit restore \(replica) \(destination) --follow --key-file …` makes one",
+                kind: "notAFollower")
+        }
+        let configuration = replication.configuration(label: "sqlcipherkit.promote")
+        let stopRequests = StopSignals()
+        let database = destination
+        let replica = replica
+        let summary = try waitFor { () async throws -> PromoteResult in
+            var promoted: RestorePoint?
+            do {
+                let started = try await follower.start()
+                promoted = started.point
+                let replicator = try await follower.promote {
+                    Replicator(
+                        databasePath: database, keyProvider: .fixed(key), cipherSettings: settings, store: store,
+                        configuration: configuration)
+                }
+                promoted = await follower.status.point
+                do {
+                    let summary = try await superviseReplication(
+                        replicator, database: database, replica: replica, stopRequests: stopRequests
+                    ) { first in
+                        "promoted \(database): it follows \(promoted.map { "\($0.generation)/\($0.index)" } ?? "nothing")"
+                            + "; replicating it to \(replica) as generation \(first.generation ?? "none"); start the"
+                            + " service that writes it; SIGTERM or SIGINT ships what is left and stops"
+                    }
+                    return PromoteResult(summary: summary, promotedFrom: promoted)
+                } catch {
+                    try? await replicator.stop()
+                    throw error
+                }
+            } catch let error as ReplicationError {
+                await follower.stop()
+                throw commandFailure(for: error)
+            } catch {
+                await follower.stop()
+                throw error
+            }
+        }
+        Output.setJSONResult(summary)
+        if !Output.isJSON {
+            Output.result(
+                "stopped: \(database) (promoted from \(summary.promotedFrom.map { "\($0.generation)/\($0.index)" } ?? "none"))"
+                    + " shipped to \(replica) up to generation \(summary.replication.generation ?? "none"), index"
+                    + " \(summary.replication.lastIndex.map(String.init) ?? "none")")
+        }
+    }
+}
+
+/// What `promote --json` reports when it stops.
+struct PromoteResult: Encodable, Sendable {
+    /// The old primary's point the copy had reached when it was promoted.
+    @Nullable var promotedFrom: RestorePointReport?
+    let replication: ReplicationSummary
+
+    init(summary: ReplicationSummary, promotedFrom: RestorePoint?) {
+        self.promotedFrom = promotedFrom.map(RestorePointReport.init)
+        replication = summary
+    }
+}
+#endif
