@@ -292,9 +292,13 @@ extension ReplicaFollower {
         guard state != nil, copy != nil, !statusValue.isPromoted else {
             throw DatabaseError(.invalidState, "the follower of \(path) is not started, stopped, or promoted already")
         }
-        // 1. The old primary is fenced first: from here on it stops at its next sync.
+        // 1. The old primary is fenced first: from here on it stops at its next sync, and the lease it finds names
+        //    the generation the promoted copy will write (its sequence number the next one).
+        let before = try await replica.catalog(verifyingWith: [key])
+        let generationName = ReplicaLayout.newGenerationName(sequence: (before.generations.last?.sequence ?? 0) + 1)
         let lease = ReplicaLease(store: replica.store, duration: .seconds(15))
-        try await lease.acquire(generation: nil, now: configuration.now(), force: true, wait: configuration.wait)
+        try await lease.acquire(
+            generation: generationName, now: configuration.now(), force: true, wait: configuration.wait)
         await lease.abandon()
         // 2. Everything it shipped until then.
         try await catchUpNow()
@@ -311,7 +315,7 @@ extension ReplicaFollower {
         // 3. The copy is handed over: closed here, written by its new primary from now on.
         await closeCopy()
         let replicator = makeReplicator()
-        await replicator.takeOver(after: link)
+        await replicator.takeOver(after: link, generationName: generationName)
         do {
             try await replicator.start()
         } catch {

@@ -25,7 +25,9 @@ extension Replicator {
         let now = configuration.now()
         let newest = try await newestGenerations()
         let sequence = (newest.sequence ?? 0) + 1
-        let name = ReplicaLayout.newGenerationName(sequence: sequence)
+        var name = ReplicaLayout.newGenerationName(sequence: sequence)
+        if let chosen = promotedGenerationName, ReplicaLayout.sequence(ofGeneration: chosen) == sequence { name = chosen }
+        promotedGenerationName = nil
         let identity = replicaIdentity ?? newest.replicaIdentity
             ?? Hex.string((0..<16).map { _ in UInt8.random(in: 0...255) })
         let walPath = database.walPath

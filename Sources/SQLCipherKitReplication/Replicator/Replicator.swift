@@ -103,6 +103,9 @@ public actor Replicator {
     /// Set by a promoted follower before the start: the point of the old primary's generation it reached. The lease
     /// is taken whoever holds it (fencing the old primary) and the first generation follows that point.
     var promotion: GenerationLink?
+    /// The name the promoting follower gave the generation when it fenced the old primary (the lease named it, so the
+    /// old primary's stop message does): used when its sequence number is still the next one.
+    var promotedGenerationName: String?
     /// The replica's identity, once known (from the store's newest generation, or new).
     var replicaIdentity: String?
     var statusValue = ReplicationStatus()
@@ -143,8 +146,9 @@ public actor Replicator {
     /// from whoever holds it (the old primary stops at its next sync: ``ReplicationError/Kind/fenced``), and its
     /// first generation follows `link` (the old primary's point the follower reached), its reason
     /// ``GenerationReason/promoted``.
-    func takeOver(after link: GenerationLink) {
+    func takeOver(after link: GenerationLink, generationName: String?) {
         promotion = link
+        promotedGenerationName = generationName
         previousLink = link
         nextGenerationReason = (
             .promoted, "a follower that had reached \(link.generation)/\(link.index) was promoted to primary")
