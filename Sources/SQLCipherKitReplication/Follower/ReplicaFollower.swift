@@ -23,7 +23,7 @@ import Darwin
 /// serving that state, and ``status`` says what went wrong and how long ago the copy was last known current.
 ///
 /// ```swift
-/// let key = VerificationKey(name: "notes.key", key: try EncryptionKey(contentsOfKeyFile: "/etc/notes/notes.key"))
+/// let key = VerificationKey(name: "notes.key", key: try EncryptionKey(contentsOf: "/etc/notes/notes.key"))
 /// let follower = ReplicaFollower(
 ///     replica: Replica(store: try replicaStore(for: "s3://backups/notes")), path: "/srv/notes-follower.db", key: key)
 /// try await follower.start()
