@@ -21,5 +21,9 @@ public enum S3Credentials {}
 
 /// Not in this build: the package trait Replication is off.
 @available(*, unavailable, message: "the package trait Replication is off: add traits: [\"Replication\"] to SQLCipherKit in your Package.swift: .package(url: \"https://github.com/<owner>/SQLCipherKit\", from: \"0.1.0\", traits: [\"Replication\"])")
+public enum ReplicaFollower {}
+
+/// Not in this build: the package trait Replication is off.
+@available(*, unavailable, message: "the package trait Replication is off: add traits: [\"Replication\"] to SQLCipherKit in your Package.swift: .package(url: \"https://github.com/<owner>/SQLCipherKit\", from: \"0.1.0\", traits: [\"Replication\"])")
 public func replicaStore(for url: String, endpoint: String? = nil, credentials: S3Credentials? = nil) -> Never { fatalError("unavailable") }
 #endif

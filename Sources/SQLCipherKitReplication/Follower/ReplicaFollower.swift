@@ -41,9 +41,9 @@ public actor ReplicaFollower {
         /// How long it waits between two looks at the store.
         public var pollInterval: Duration
         /// Where it reports (never key material).
-        public var logger: Logger
+        package var logger: Logger
         /// The `database` dimension of its metrics.
-        public var metricsName: String
+        package var metricsName: String
         var metricsFactory: any MetricsFactory
         var now: @Sendable () -> Date
         var wait: @Sendable (Duration) async throws -> Void
@@ -75,7 +75,7 @@ public actor ReplicaFollower {
         /// copy was current then. `nil` before the first such look.
         public var lastCaughtUp: Date?
         /// Restore points the store holds past ``point`` that are not applied (after a failure).
-        public var pointsBehind: Int
+        package var pointsBehind: Int
         /// The last failure's message, until a look at the store succeeds again.
         public var lastError: String?
         /// Whether the follower was promoted (it follows no more).
@@ -98,9 +98,9 @@ public actor ReplicaFollower {
     }
 
     /// The replica followed.
-    public nonisolated let replica: Replica
+    package nonisolated let replica: Replica
     /// The copy's path.
-    public nonisolated let path: String
+    package nonisolated let path: String
     let key: VerificationKey
     let configuration: Configuration
     let logger: Logger
@@ -136,7 +136,7 @@ public actor ReplicaFollower {
     public var status: Status { statusValue }
 
     /// The state file beside the copy: which generation and point it holds, and where in the primary's log.
-    public nonisolated var statePath: String { path + ".follower" }
+    package nonisolated var statePath: String { path + ".follower" }
 
     // MARK: - Start, follow, stop
 
@@ -160,7 +160,7 @@ public actor ReplicaFollower {
     ///   last good point; the store's errors), ``DatabaseError`` (`invalidState` when another connection wrote to the
     ///   copy or the replica now holds another database). The copy keeps the last state applied.
     @discardableResult
-    public func catchUp() async throws -> Status {
+    package func catchUp() async throws -> Status {
         try await serialized { try await self.catchUpNow() }
     }
 
@@ -210,7 +210,7 @@ public actor ReplicaFollower {
     ///
     /// - Parameter configuration: The new primary's replicator settings.
     /// - Returns: The replicator, started (its lease taken, its first generation begun).
-    /// - Throws: What ``catchUp()`` and ``Replicator`` throw; the follower stays as it was when it cannot promote.
+    /// - Throws: What a look at the store and ``Replicator`` throw; the follower stays as it was when it cannot promote.
     public func promote(
         pool: DatabasePool, configuration replicatorConfiguration: ReplicatorConfiguration = ReplicatorConfiguration()
     ) async throws -> Replicator {
