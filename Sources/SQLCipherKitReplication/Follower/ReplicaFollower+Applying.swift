@@ -70,7 +70,7 @@ extension ReplicaFollower {
         ])
         do {
             try await catchUpNow()
-        } catch let error as DatabaseError where error.kind != .fileSystem {
+        } catch let error as DatabaseError where Self.stopsFollowing(error) {
             throw error
         } catch {
             // The store may be down: the copy serves what it holds, and the status says since when.

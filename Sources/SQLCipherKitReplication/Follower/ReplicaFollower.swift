@@ -176,7 +176,7 @@ public actor ReplicaFollower {
         while !Task.isCancelled && !isStopped && !statusValue.isPromoted {
             do {
                 try await catchUp()
-            } catch let error as DatabaseError where error.kind != .fileSystem {
+            } catch let error as DatabaseError where Self.stopsFollowing(error) {
                 throw error
             } catch is CancellationError {
                 return
@@ -189,6 +189,12 @@ public actor ReplicaFollower {
                 return
             }
         }
+    }
+
+    /// Whether an error means the copy cannot go on following (it was written to, the replica holds another
+    /// database, the key no longer opens it), rather than a condition that passes (the store, a busy lock).
+    static func stopsFollowing(_ error: DatabaseError) -> Bool {
+        [.invalidState, .wrongKey, .notADatabase, .invalidKey, .notEncrypted, .missingKey].contains(error.kind)
     }
 
     /// Closes the copy (the state file stays: a follower started later goes on from it).

@@ -338,8 +338,11 @@ public actor Replicator {
             try await database.locked { try database.pinLocked() }
             authentication = try await database.locked { try database.authentication() }
             let logger = self.logger
+            // A promotion's lease names the generation the follower chose when it fenced the old primary, from the
+            // first write on: the old primary's stop message names it whichever lease write it reads.
             try await lease.acquire(
-                generation: nil, now: configuration.now(), force: promotion != nil,
+                generation: promotion != nil ? promotedGenerationName : nil, now: configuration.now(),
+                force: promotion != nil,
                 waiting: { holder, duration in
                     logger.warning(
                         "replica lease held by a replicator this host cannot check; waiting for it to renew before taking it over",
