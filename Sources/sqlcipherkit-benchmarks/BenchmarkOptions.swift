@@ -16,6 +16,11 @@ struct BenchmarkOptions {
         case once(RatioBenchmark.Workload, RatioBenchmark.Side, String)
     }
 
+    /// `--passes N` with `--once`: how many measured passes follow the warm-up (1 by default). Counting a process
+    /// with 1 and with 11 passes (`perf stat`, `strace -c`) and taking the difference gives the system calls and
+    /// context switches of 10 passes, without the setup and the warm-up.
+    var oncePassCount = 1
+
     var mode = Mode.benchmarks
 
     /// The size of the rotation rows' database, in MB (10^6 bytes).
@@ -63,7 +68,7 @@ struct BenchmarkOptions {
         Usage: sqlcipherkit-benchmarks [--quick] [--single-pass] [--only LIST] [--backup-mb N]
                                       [--rotate-mb N] [--workloads LIST] [DIRECTORY]
                sqlcipherkit-benchmarks --prepare DIR [--rotate-mb N]
-               sqlcipherkit-benchmarks --once WORKLOAD --side raw|kit DIR
+               sqlcipherkit-benchmarks --once WORKLOAD --side raw|kit [--passes N] DIR
 
         Compares SQLCipherKit with the raw SQLCipher C API on encrypted databases (raw key, no KDF, except in pool):
           fetch   200,000 rows x 10 INTEGER columns, every column read by index, and by name
@@ -100,6 +105,8 @@ struct BenchmarkOptions {
                            one warm-up and one measured pass of one side of one ratio row, on the files of
                            --prepare; for callgrind (--zero-before and --dump-after the mangled name of
                            RatioBenchmark.measuredWorkloadPass; .ci/bench-callgrind runs the pairs)
+          --passes N       with --once: N measured passes after the warm-up (default 1); the difference
+                           between 11 and 1 counts 10 passes' system calls without the setup
           DIRECTORY        where to create the temporary database folder (default: $TMPDIR or /tmp);
                            the folder is removed at the end
           -h, --help       show this help
@@ -124,7 +131,7 @@ struct BenchmarkOptions {
         }
         while let argument = remaining.popFirst() {
             // `--only=fetch` and `--backup-mb=50` are split into option and value.
-            if let equals = argument.firstIndex(of: "="), ["--only", "--backup-mb", "--rotate-mb", "--workloads", "--side"].contains(argument[..<equals]) {
+            if let equals = argument.firstIndex(of: "="), ["--only", "--backup-mb", "--rotate-mb", "--workloads", "--side", "--passes"].contains(argument[..<equals]) {
                 remaining.insert(String(argument[argument.index(after: equals)...]), at: remaining.startIndex)
                 remaining.insert(String(argument[..<equals]), at: remaining.startIndex)
                 continue
@@ -160,6 +167,12 @@ struct BenchmarkOptions {
                     throw .usage("--side is raw or kit, not \(text)")
                 }
                 side = parsed
+            case "--passes":
+                let text = try value(of: argument)
+                guard let count = Int(text), count >= 1 else {
+                    throw .usage("--passes needs a whole number, at least 1, not \(text)")
+                }
+                options.oncePassCount = count
             case "-h", "--help":
                 return nil
             case _ where argument.hasPrefix("-"):

@@ -692,7 +692,7 @@ enum RatioBenchmark {
 
     /// `--once WORKLOAD --side raw|kit DIR`: opens what the workload needs, runs one warm-up pass (not for
     /// rotations and opens, whose first pass is the steady one), then the measured pass, and prints its checksum.
-    static func runOnce(_ workload: Workload, side: Side, directory: String) throws {
+    static func runOnce(_ workload: Workload, side: Side, directory: String, passes: Int = 1) throws {
         let fixture = try load(directory)
         let session = Session(fixture)
         defer { session.close() }
@@ -708,9 +708,11 @@ enum RatioBenchmark {
         } else if workload == .openKey {
             try session.holdPoolFile()
         }
-        try session.beforePass(workload, side)
-        let sum = try measuredWorkloadPass(workload, side, session)
-        print("\(workload.rawValue) \(side.rawValue): checksum \(sum)")
+        for _ in 0..<passes {
+            try session.beforePass(workload, side)
+            let sum = try measuredWorkloadPass(workload, side, session)
+            print("\(workload.rawValue) \(side.rawValue): checksum \(sum)")
+        }
     }
 
     /// The pass callgrind counts (`--zero-before` and `--dump-after` name this function). The store after the call

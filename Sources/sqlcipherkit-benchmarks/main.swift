@@ -219,7 +219,7 @@ do {
         _ = try RatioBenchmark.prepare(in: directory, rotateMegabyteCount: options.rotateMegabyteCount)
         print("prepared \(directory) (SQLCipher \(SQLCipher.version))")
     case .once(let workload, let side, let directory):
-        try RatioBenchmark.runOnce(workload, side: side, directory: directory)
+        try RatioBenchmark.runOnce(workload, side: side, directory: directory, passes: options.oncePassCount)
     }
 } catch {
     printToStandardError("sqlcipherkit-benchmarks: \(error)")

@@ -11,29 +11,73 @@ import ServiceLifecycle
 /// A small notes service on an encrypted file: Hummingbird + SQLKit over a ``DatabaseService`` (graceful shutdown,
 /// health check, live key rotation). See Docs/Services.md.
 ///
-/// Usage: sqlcipherkit-hummingbird-example DATABASE KEY-FILE [PORT]
+/// Usage: sqlcipherkit-hummingbird-example [--cache-size N] DATABASE KEY-FILE [PORT]
+///        sqlcipherkit-hummingbird-example --plaintext [--cache-size N] DATABASE [PORT]
 ///   POST /notes        body = the note's text → the new note's id
 ///   GET  /notes/count  → the number of notes
 ///   GET  /notes/{id}   → the note's text
 ///   GET  /health       → 200 when the key in KEY-FILE still opens DATABASE
 /// Rotate the key while it runs: write the new key to KEY-FILE.next (mode 0600).
+///
+/// For measuring what encryption costs (`.ci/bench-service`, Docs/Performance.md "Speed II"): `--plaintext` serves
+/// the same routes from a **plaintext** file through `DatabasePool.unencrypted` (no key file, no rotation, `/health`
+/// says so), and `--cache-size N` sets `PRAGMA cache_size = N` on every connection of the pool (N > 0: pages; N < 0:
+/// KiB), so fewer pages are read, decrypted and checked again.
 @main
 struct HummingbirdExample {
+    static let usage = "usage: sqlcipherkit-hummingbird-example [--cache-size N] DATABASE KEY-FILE [PORT]\n"
+        + "       sqlcipherkit-hummingbird-example --plaintext [--cache-size N] DATABASE [PORT]"
+
     static func main() async throws {
-        let arguments = CommandLine.arguments
-        guard arguments.count >= 3 else {
-            print("usage: sqlcipherkit-hummingbird-example DATABASE KEY-FILE [PORT]")
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        var isPlaintext = false
+        var cacheSize: Int?
+        while let option = arguments.first, option.hasPrefix("--") {
+            arguments.removeFirst()
+            switch option {
+            case "--plaintext":
+                isPlaintext = true
+            case "--cache-size":
+                guard let text = arguments.first, let value = Int(text), value != 0 else {
+                    print("--cache-size needs a non-zero number (pages, or KiB when negative)\n" + usage)
+                    exit(64)
+                }
+                arguments.removeFirst()
+                cacheSize = value
+            default:
+                print("unknown option \(option)\n" + usage)
+                exit(64)
+            }
+        }
+        let positionalCount = isPlaintext ? 1 : 2
+        guard arguments.count >= positionalCount else {
+            print(usage)
             exit(64)
         }
-        let port = arguments.count > 3 ? Int(arguments[3]) ?? 8080 : 8080
+        let port = arguments.count > positionalCount ? Int(arguments[positionalCount]) ?? 8080 : 8080
         var logger = Logger(label: "notes")
         logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
 
-        let database = try DatabaseService(
-            path: arguments[1], keyFile: arguments[2],
-            configuration: DatabaseService.Configuration(metricsName: "notes", logger: logger))
-        let sql = SQLCipherSQLDatabase(
-            pool: database.pool, logger: logger, metrics: SQLCipherSQLMetrics(database: "notes"))
+        var poolConfiguration = DatabasePool.Configuration()
+        if let cacheSize {
+            poolConfiguration.openOptions.prepareConnection = { db in
+                try db.execute("PRAGMA cache_size = \(cacheSize)")
+            }
+        }
+        let database: DatabaseService?
+        let pool: DatabasePool
+        if isPlaintext {
+            database = nil
+            pool = try DatabasePool.unencrypted(path: arguments[0], configuration: poolConfiguration)
+        } else {
+            let service = try DatabaseService(
+                path: arguments[0], keyFile: arguments[1],
+                configuration: DatabaseService.Configuration(
+                    pool: poolConfiguration, metricsName: "notes", logger: logger))
+            database = service
+            pool = service.pool
+        }
+        let sql = SQLCipherSQLDatabase(pool: pool, logger: logger, metrics: SQLCipherSQLMetrics(database: "notes"))
         try await sql.create(table: "note").ifNotExists()
             .column("id", type: .int, .primaryKey(autoIncrement: false))
             .column("body", type: .text, .notNull)
@@ -49,12 +93,14 @@ struct HummingbirdExample {
             logger: logger)
         // The database first: the group stops services in reverse order, so the server finishes its requests
         // before the pool closes.
+        let services: [any Service] = database.map { [$0, app] } ?? [app]
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [database, app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+        if database == nil { pool.close() }
     }
 
-    static func router(sql: SQLCipherSQLDatabase, database: DatabaseService) -> Router<BasicRequestContext> {
+    static func router(sql: SQLCipherSQLDatabase, database: DatabaseService?) -> Router<BasicRequestContext> {
         let router = Router()
         router.post("/notes") { request, _ -> String in
             let body = String(buffer: try await request.body.collect(upTo: 1 << 16))
@@ -77,6 +123,7 @@ struct HummingbirdExample {
             return body
         }
         router.get("/health") { _, _ -> String in
+            guard let database else { return "plaintext: no key to check" }
             do {
                 return try await database.checkHealth().description
             } catch {

@@ -55,6 +55,8 @@ final class Waiter<Value: Sendable>: @unchecked Sendable {
 /// - Work is admitted through a gate. ``close()`` shuts it; a rekey raises a barrier: new work waits until the
 ///   barrier is lowered, and the rekey waits until the work in flight has drained.
 /// - Readers (pool only) are opened on demand up to a maximum, then reused; callers wait for a free one.
+/// - A read whose pool is open, not behind a barrier, and has a free reader is admitted and given one without the
+///   mutex (``ReaderParking``, `fastReads`); the mutex is for everything that waits, opens or closes.
 final class AccessCoordinator: Sendable {
     let factory: ConnectionFactory
     let writer: SerializedConnection
@@ -67,6 +69,16 @@ final class AccessCoordinator: Sendable {
     /// Where the async reads that run in place take turns to start and end their read transactions.
     let readLockGate = ReadLockGate()
     private let state: Locked<State>
+    /// The free readers (pool only).
+    private let parking: ReaderParking
+    /// How many reads admitted without the mutex are in flight, plus ``blockedFlag`` while the coordinator is closed
+    /// or behind a barrier: such a read then leaves at once and takes the mutex path, and the last one out while the
+    /// flag is set wakes whoever waits for the work in flight to drain.
+    private let fastReads = Atomic<Int>(0)
+    private static let blockedFlag = 1 << 48
+    /// Whether `readerWaiters` has a waiter: written with the mutex held, read without it by a read that gave its
+    /// reader back into a slot (see ``exitReadingFast(_:)``).
+    private let hasReaderWaiters = Atomic<Bool>(false)
 
     private struct State {
         var isClosed = false
@@ -75,7 +87,6 @@ final class AccessCoordinator: Sendable {
         var inFlightCount = 0
         var admissionWaiters: [Waiter<Void>] = []
         var drainWaiters: [Waiter<Void>] = []
-        var availableReaders: [SerializedConnection] = []
         var readerCount = 0
         var readerWaiters: [Waiter<SerializedConnection>] = []
     }
@@ -89,6 +100,7 @@ final class AccessCoordinator: Sendable {
         self.asyncReadExecution = asyncReadExecution
         self.label = label
         self.state = Locked(State())
+        self.parking = ReaderParking(capacity: maximumReaderCount)
         // The writer's queue identifies this coordinator; its readers' queues use the same owner.
         self.writer = SerializedConnection(writer, label: "\(label).writer", owner: ObjectIdentifier(factory))
     }
@@ -137,14 +149,20 @@ final class AccessCoordinator: Sendable {
     }
 
     func exit() {
-        let toClose = state.withLock { state in Self.leave(&state, writer: writer) }
+        let toClose = state.withLock { state in
+            state.inFlightCount -= 1
+            return afterLeaving(&state)
+        }
         for connection in toClose { connection.close() }
     }
 
-    /// The locked part of ``exit()``: returns the connections the caller must close.
-    private static func leave(_ state: inout State, writer: SerializedConnection) -> [SerializedConnection] {
-        state.inFlightCount -= 1
-        guard state.inFlightCount == 0 else { return [] }
+    /// How many reads admitted without the mutex are in flight.
+    private var fastReadCount: Int { fastReads.load(ordering: .sequentiallyConsistent) & (Self.blockedFlag - 1) }
+
+    /// With the mutex held, after work left: when nothing is in flight any more, wakes whoever waits for that, or
+    /// returns the connections the caller must close.
+    private func afterLeaving(_ state: inout State) -> [SerializedConnection] {
+        guard state.inFlightCount == 0, fastReadCount == 0 else { return [] }
         if !state.drainWaiters.isEmpty {
             // A close() or a rekey waits for this moment and takes over (close() must return only once the
             // connections are closed, so it closes them itself).
@@ -153,7 +171,7 @@ final class AccessCoordinator: Sendable {
             return []
         }
         // close() was called from inside a closure and did not wait: the last one out closes.
-        return takeConnectionsIfClosing(&state, writer: writer)
+        return takeConnectionsIfClosing(&state)
     }
 
     /// Suspends until `waiter` is resumed; on task cancellation removes it (with `remove`) and throws.
@@ -222,7 +240,7 @@ final class AccessCoordinator: Sendable {
         case .ready(let reader): return reader
         case .open: return try openReader()
         case .wait(let waiter):
-            return try await wait(for: waiter) { state in state.readerWaiters.removeAll { $0 === waiter } }
+            return try await wait(for: waiter) { [self] state in removeReaderWaiter(waiter, &state) }
         }
     }
 
@@ -236,14 +254,32 @@ final class AccessCoordinator: Sendable {
 
     /// The locked part of ``reserveReader(synchronous:)``.
     private func reserveReader(_ state: inout State, synchronous: Bool) -> ReaderSlot {
-        if let reader = state.availableReaders.popLast() { return .ready(reader) }
+        if let reader = parking.take() { return .ready(reader) }
         if state.readerCount < maximumReaderCount {
             state.readerCount += 1
             return .open
         }
         let waiter = Waiter<SerializedConnection>(synchronous: synchronous)
         state.readerWaiters.append(waiter)
+        hasReaderWaiters.store(true, ordering: .sequentiallyConsistent)
+        // A read that gave its reader back without the mutex after the take above, and before the flag was set,
+        // did not see this waiter: look once more (it looks for waiters after parking, so one of the two sees it).
+        if let reader = parking.take() {
+            state.readerWaiters.removeLast()
+            updateHasReaderWaiters(state)
+            return .ready(reader)
+        }
         return .wait(waiter)
+    }
+
+    private func updateHasReaderWaiters(_ state: State) {
+        hasReaderWaiters.store(!state.readerWaiters.isEmpty, ordering: .sequentiallyConsistent)
+    }
+
+    /// Removes a waiter for a reader (its task was cancelled).
+    private func removeReaderWaiter(_ waiter: Waiter<SerializedConnection>, _ state: inout State) {
+        state.readerWaiters.removeAll { $0 === waiter }
+        updateHasReaderWaiters(state)
     }
 
     private func openReader() throws -> SerializedConnection {
@@ -256,6 +292,7 @@ final class AccessCoordinator: Sendable {
                 // A waiter counted on this reader: pass the failure on rather than leave it waiting.
                 if !state.readerWaiters.isEmpty {
                     state.readerWaiters.removeFirst().resume(.failure(error))
+                    updateHasReaderWaiters(state)
                 }
             }
             throw error
@@ -332,7 +369,7 @@ final class AccessCoordinator: Sendable {
             case .ready(let reader): return reader
             case .open: return try openReader()
             case .wait(let waiter):
-                return try await wait(for: waiter) { state in state.readerWaiters.removeAll { $0 === waiter } }
+                return try await wait(for: waiter) { [self] state in removeReaderWaiter(waiter, &state) }
             }
         } catch {
             exit()
@@ -350,8 +387,9 @@ final class AccessCoordinator: Sendable {
             }
             if !state.readerWaiters.isEmpty {
                 state.readerWaiters.removeFirst().resume(.success(reader))
+                updateHasReaderWaiters(state)
             } else {
-                state.availableReaders.append(reader)
+                parking.park(reader)
             }
             // Neither closed nor behind a barrier, so nobody waits for the work in flight to drain (close() and a
             // rekey raise their flag before they wait) and nothing is left to close: leaving is the count alone.
@@ -366,8 +404,76 @@ final class AccessCoordinator: Sendable {
         }
     }
 
+    // MARK: - Reads admitted without the mutex
+
+    /// Admits a read and gives it a free reader without taking the mutex: `nil` when the coordinator is closed or
+    /// behind a barrier, or no reader is free (the caller then goes the mutex's way, which opens a reader or waits).
+    /// Pair a reader it returns with ``exitReadingFast(_:)``.
+    @inline(__always)
+    private func enterForReadingFast() -> SerializedConnection? {
+        let before = fastReads.wrappingAdd(1, ordering: .sequentiallyConsistent).oldValue
+        if before & Self.blockedFlag == 0, let reader = parking.take() { return reader }
+        leaveFast()
+        return nil
+    }
+
+    /// Gives back a reader that ``enterForReadingFast()`` gave, and leaves.
+    @inline(__always)
+    private func exitReadingFast(_ reader: SerializedConnection) {
+        if fastReads.load(ordering: .sequentiallyConsistent) & Self.blockedFlag != 0 {
+            exitReadingFastBlocked(reader)
+            return
+        }
+        // Parked before leaving: a barrier raised meanwhile waits for this read to leave, then finds the reader
+        // in its slot and closes it.
+        parking.park(reader)
+        // A caller that queued for a reader under the mutex before this reader was parked: hand it over. (The
+        // caller sets the flag, then looks in the slots; this parks, then reads the flag: one of them sees the
+        // other, all four steps being sequentially consistent.)
+        if hasReaderWaiters.load(ordering: .sequentiallyConsistent) { handParkedReadersToWaiters() }
+        leaveFast()
+    }
+
+    /// The pool closed or raised a barrier during the read: the reader is closed, not kept (a rekey or close()
+    /// waiting for the work in flight must find it closed), as ``exitReading(_:)`` does.
+    @inline(never)
+    private func exitReadingFastBlocked(_ reader: SerializedConnection) {
+        state.withLock { state in state.readerCount -= 1 }
+        reader.close()
+        leaveFast()
+    }
+
+    @inline(never)
+    private func handParkedReadersToWaiters() {
+        state.withLock { state in
+            while !state.readerWaiters.isEmpty, let reader = parking.take() {
+                state.readerWaiters.removeFirst().resume(.success(reader))
+            }
+            updateHasReaderWaiters(state)
+        }
+    }
+
+    @inline(__always)
+    private func leaveFast() {
+        let after = fastReads.wrappingSubtract(1, ordering: .sequentiallyConsistent).newValue
+        if after == Self.blockedFlag { lastFastReadLeft() }
+    }
+
+    /// The last read admitted without the mutex left while the coordinator is closed or behind a barrier: wake
+    /// whoever waits for the work in flight, or close the connections (a close() from inside a closure).
+    @inline(never)
+    private func lastFastReadLeft() {
+        let toClose = state.withLock { state in afterLeaving(&state) }
+        for connection in toClose { connection.close() }
+    }
+
     /// Runs `body` in a read transaction on a reader, on the calling thread (the reader is the caller's alone).
     func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        try refuseReentrance()
+        if let reader = enterForReadingFast() {
+            defer { exitReadingFast(reader) }
+            return try reader.withExclusiveAccess { db in try db.transaction(.deferred) { try body(db) } }
+        }
         let reader = try enterForReading()
         defer { exitReading(reader) }
         return try reader.withExclusiveAccess { db in try db.transaction(.deferred) { try body(db) } }
@@ -379,16 +485,24 @@ final class AccessCoordinator: Sendable {
     /// and would otherwise meet in the engine's WAL lock mutex (see ``ReadLockGate``).
     @inline(__always)
     func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        // A free reader, the usual case, is taken without calling an async function: each call of one allocates
-        // its frame on the task and may switch executors.
-        let reserved = try reserveRead(synchronous: false)
+        // A free reader, the usual case, is taken without the mutex and without calling an async function: each
+        // call of one allocates its frame on the task and may switch executors.
+        try refuseReentrance()
         let reader: SerializedConnection
-        if case .admitted(.ready(let ready)) = reserved {
-            reader = ready
+        let isFast: Bool
+        if let fast = enterForReadingFast() {
+            reader = fast
+            isFast = true
         } else {
-            reader = try await enterForReading(reserved)
+            let reserved = try reserveRead(synchronous: false)
+            if case .admitted(.ready(let ready)) = reserved {
+                reader = ready
+            } else {
+                reader = try await enterForReading(reserved)
+            }
+            isFast = false
         }
-        defer { exitReading(reader) }
+        defer { if isFast { exitReadingFast(reader) } else { exitReading(reader) } }
         let timing = readTiming
         if asyncReadExecution == .adaptive && timing.isShort {
             // Same contract as the queue: a task cancelled before the closure starts does not run it.
@@ -415,7 +529,8 @@ final class AccessCoordinator: Sendable {
                     .invalidState, "a rekey is already running")
             }
             state.isBarrierUp = true
-            if state.inFlightCount == 0 { return false }
+            fastReads.bitwiseOr(Self.blockedFlag, ordering: .sequentiallyConsistent)
+            if state.inFlightCount == 0 && fastReadCount == 0 { return false }
             state.drainWaiters.append(waiter)
             return true
         }
@@ -423,6 +538,7 @@ final class AccessCoordinator: Sendable {
         defer {
             state.withLock { state in
                 state.isBarrierUp = false
+                fastReads.bitwiseAnd(~Self.blockedFlag, ordering: .sequentiallyConsistent)
                 for waiter in state.admissionWaiters {
                     state.inFlightCount += 1
                     waiter.resume(.success(()))
@@ -431,8 +547,7 @@ final class AccessCoordinator: Sendable {
             }
         }
         let readers: [SerializedConnection] = state.withLock { state in
-            let readers = state.availableReaders
-            state.availableReaders.removeAll()
+            let readers = parking.takeAll()
             state.readerCount -= readers.count
             return readers
         }
@@ -515,33 +630,34 @@ final class AccessCoordinator: Sendable {
         let (mustWait, toClose): (Bool, [SerializedConnection]) = state.withLock { state in
             if !state.isClosed {
                 state.isClosed = true
+                fastReads.bitwiseOr(Self.blockedFlag, ordering: .sequentiallyConsistent)
                 for waiter in state.admissionWaiters { waiter.resume(.failure(Self.closedError())) }
                 state.admissionWaiters.removeAll()
                 for waiter in state.readerWaiters { waiter.resume(.failure(Self.closedError())) }
                 state.readerWaiters.removeAll()
+                updateHasReaderWaiters(state)
             }
-            if state.inFlightCount > 0 {
+            if state.inFlightCount > 0 || fastReadCount > 0 {
                 // From inside a closure the last exit() closes the connections.
                 if !inside { state.drainWaiters.append(waiter) }
                 return (!inside, [])
             }
-            return (false, Self.takeConnectionsIfClosing(&state, writer: writer))
+            return (false, takeConnectionsIfClosing(&state))
         }
         for connection in toClose { connection.close() }
         if mustWait {
             try? waiter.wait()
-            let toClose = state.withLock { Self.takeConnectionsIfClosing(&$0, writer: writer) }
+            let toClose = state.withLock { takeConnectionsIfClosing(&$0) }
             for connection in toClose { connection.close() }
         }
     }
 
-    private static func takeConnectionsIfClosing(_ state: inout State, writer: SerializedConnection)
-        -> [SerializedConnection]
-    {
-        guard state.isClosed, state.inFlightCount == 0, !state.areConnectionsClosed else { return [] }
+    private func takeConnectionsIfClosing(_ state: inout State) -> [SerializedConnection] {
+        guard state.isClosed, state.inFlightCount == 0, fastReadCount == 0, !state.areConnectionsClosed else {
+            return []
+        }
         state.areConnectionsClosed = true
-        let connections = state.availableReaders + [writer]
-        state.availableReaders.removeAll()
+        let connections = parking.takeAll() + [writer]
         state.readerCount = 0
         return connections
     }
@@ -550,6 +666,9 @@ final class AccessCoordinator: Sendable {
 
     /// How many reader connections are open (for tests and metrics).
     var openReaderCount: Int { state.withLock { $0.readerCount } }
+
+    /// Whether a rekey's barrier is up (tests wait for it instead of sleeping).
+    var isBarrierUp: Bool { state.withLock { $0.isBarrierUp } }
 
     /// How many callers wait for a reader now (tests wait for their waiters to be queued instead of sleeping).
     var readerWaiterCount: Int { state.withLock { $0.readerWaiters.count } }
