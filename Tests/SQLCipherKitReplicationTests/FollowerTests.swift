@@ -125,6 +125,37 @@ struct FollowerTests {
         await fixture.close()
     }
 
+    @Test("a follower that cannot catch up says in its log how stale its copy may be: the time since it was last current")
+    func staleCopyIsLogged() async throws {
+        let fixture = try ReplicationFixture()
+        try await fixture.insert(5)
+        try await fixture.sync()
+        let lines = LogLines()
+        var configuration = ReplicaFollower.Configuration(pollInterval: .milliseconds(10), logger: lines.logger())
+        let clock = fixture.clock
+        configuration.now = { clock.now }
+        let follower = ReplicaFollower(
+            replica: fixture.replica, path: fixture.directory.path("follower.db"), key: Self.verificationKey(fixture),
+            configuration: configuration)
+        try await follower.start()
+        let current = try #require(await follower.status.lastCaughtUp)
+        try await fixture.insert(5)
+        try await fixture.sync()
+        let catalog = try await fixture.replica.catalog()
+        let generation = try #require(catalog.generations.last)
+        let damaged = try #require(generation.segment(at: generation.lastIndex))
+        try flipByte(in: fixture.objectPath(damaged.key), at: 100)
+        clock.advance(seconds: 30)
+        await #expect(throws: ReplicationError.self) { try await follower.catchUp() }
+        let stale = clock.now.timeIntervalSince(current)
+        #expect(stale == 31)
+        let warning = try #require(lines.all.first { $0.contains("could not catch up") })
+        #expect(warning.contains("stale=\(stale) s"), "\(warning)")
+        #expect(try Self.count(follower.path, fixture) == 5)
+        await follower.stop()
+        await fixture.close()
+    }
+
     @Test("another connection writing to the copy stops the follower: the copy no longer matches the replica")
     func writtenCopyIsRefused() async throws {
         let fixture = try ReplicationFixture()

@@ -146,10 +146,13 @@ extension ReplicaFollower {
         } catch {
             statusValue.lastError = "\(error)"
             metrics.failures.increment()
-            metrics.staleness.record(statusValue.staleness(at: configuration.now()).seconds)
+            let staleness = statusValue.staleness(at: configuration.now())
+            metrics.staleness.record(staleness.seconds)
             metrics.pointsBehind.record(statusValue.pointsBehind)
+            // How stale the copy its readers see may be: since the last look that found it current.
             logger.warning("follower could not catch up; the copy keeps its last state", metadata: [
                 "error": "\(error)", "point": "\(statusValue.point.map { "\($0)" } ?? "none")",
+                "stale": "\(staleness.seconds) s",
             ])
             throw error
         }
