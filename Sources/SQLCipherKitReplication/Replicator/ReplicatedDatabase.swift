@@ -165,6 +165,17 @@ final class ReplicatedDatabase: @unchecked Sendable {
         return try pinConnection.checkpoint(.passive)
     }
 
+    /// A PASSIVE checkpoint with the pin released for its length, and taken again whether the checkpoint succeeded
+    /// or threw: a pin left released (a checkpoint that found another connection's checkpoint under way, `busy`) lets
+    /// the writing process's own checkpoint copy frames not shipped yet and restart the log over them, which ends the
+    /// generation.
+    func checkpointReleasingPinLocked() throws -> CheckpointResult {
+        unpinLocked()
+        let result = Result { try checkpointLocked() }
+        try pinLocked()
+        return try result.get()
+    }
+
     /// Runs `body` with the connections locked, on the replicator's queue.
     func locked<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await offCooperativePool(on: queue) { try self.exclusively { try body() } }

@@ -32,9 +32,7 @@ extension Replicator {
             ?? Hex.string((0..<16).map { _ in UInt8.random(in: 0...255) })
         let walPath = database.walPath
         let start = try await database.withWritesPaused { () -> GenerationStart in
-            database.unpinLocked()
-            let result = try database.checkpointLocked()
-            try database.pinLocked()
+            let result = try database.checkpointReleasingPinLocked()
             guard let file = try ReadOnlyFile(path: walPath), let header = try WALFormat.header(of: file) else {
                 return GenerationStart(log: nil, end: nil, isComplete: true)
             }

@@ -123,9 +123,7 @@ extension Replicator {
                     break
                 }
             }
-            database.unpinLocked()
-            let result = try database.checkpointLocked()
-            try database.pinLocked()
+            let result = try database.checkpointReleasingPinLocked()
             return .done(
                 residue: residue.map { CapturedRun(run: $0.run, bytes: $0.bytes, startsLog: $0.startsLog) },
                 isComplete: result.logFrameCount >= 0 && result.checkpointedFrameCount == result.logFrameCount)
