@@ -9,52 +9,6 @@ import Testing
 /// with SIGTERM, their exit status and JSON agreeing with what is on disk.
 @Suite("The follow and promote commands", .serialized)
 struct FollowCommandTests {
-    /// A running `sqlcipherkit` with its output in files.
-    final class Command {
-        let process = Process()
-        let errorPath: String
-        let outputPath: String
-
-        init(_ arguments: [String], folder: TemporaryDirectory, name: String) throws {
-            let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-                .appendingPathComponent("sqlcipherkit").path
-            errorPath = folder.path("\(name).err")
-            outputPath = folder.path("\(name).out")
-            _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-            _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-            process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = arguments
-            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
-            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-            try process.run()
-        }
-
-        var errors: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
-        var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
-
-        /// Waits (bounded only to turn a hang into a failure) until it printed `text` or exited.
-        func wait(for text: String) async throws {
-            try await waitForText(text, inFile: errorPath, of: process)
-            #expect(errors.contains(text), "\(errors)")
-        }
-
-        /// SIGTERM, then its exit status.
-        func stop() -> Int32 {
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
-
-        /// Waits until it exits by itself (bounded: 120 s) and returns its status.
-        func exitStatus() async throws -> Int32? {
-            let deadline = ContinuousClock.now + .seconds(120)
-            while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-            return process.isRunning ? nil : process.terminationStatus
-        }
-
-        deinit { if process.isRunning { process.terminate() } }
-    }
-
     static func count(_ path: String, key: EncryptionKey, where condition: String = "1") throws -> Int {
         let db = try Connection(path: path, key: key)
         defer { db.close() }
@@ -86,11 +40,11 @@ struct FollowCommandTests {
             try key.write(toKeyFile: keyFile)
             let pool = try DatabasePool(path: primary, keyProvider: .fixed(key))
             try await pool.write { db in try db.execute("CREATE TABLE note(id INTEGER PRIMARY KEY, body TEXT)") }
-            let replicate = try Command(
+            let replicate = try SQLCipherKitProcess(
                 ["replicate", primary, "--key-file", keyFile, "--to", replica, "--sync-interval", "50ms"],
                 folder: folder, name: "replicate")
             try await replicate.wait(for: "replicating")
-            let follow = try Command(
+            let follow = try SQLCipherKitProcess(
                 ["restore", replica, copy, "--follow", "--key-file", keyFile, "--poll-interval", "50ms", "--json"],
                 folder: folder, name: "follow")
             try await follow.wait(for: "following")
@@ -103,7 +57,7 @@ struct FollowCommandTests {
             #expect(followed["isCurrent"] as? Bool == true)
             #expect((followed["point"] as? [String: Any])?["index"] as? Int ?? 0 > 0)
 
-            let promote = try Command(
+            let promote = try SQLCipherKitProcess(
                 ["promote", replica, copy, "--key-file", keyFile, "--sync-interval", "50ms", "--json"],
                 folder: folder, name: "promote")
             // The line it prints once its generation is started and shipped.
@@ -153,7 +107,7 @@ struct FollowCommandTests {
             let replicator = Replicator(pool: pool, store: store)
             _ = try await replicator.syncNow()
             try await replicator.stop()
-            let follow = try Command(
+            let follow = try SQLCipherKitProcess(
                 ["restore", "file://" + folder.path("replica"), copy, "--follow", "--key-file", keyFile,
                  "--poll-interval", "50ms", "--json"],
                 folder: folder, name: "follow")
@@ -175,15 +129,15 @@ struct FollowCommandTests {
             let keyFile = folder.path("notes.key")
             try key.write(toKeyFile: keyFile)
             let replica = "file://" + folder.path("replica")
-            let noKey = try Command(["restore", replica, folder.path("a.db"), "--follow"], folder: folder, name: "a")
+            let noKey = try SQLCipherKitProcess(["restore", replica, folder.path("a.db"), "--follow"], folder: folder, name: "a")
             #expect(try await noKey.exitStatus() == 2, "\(noKey.errors)")
-            let withAt = try Command(
+            let withAt = try SQLCipherKitProcess(
                 ["restore", replica, folder.path("b.db"), "--follow", "--key-file", keyFile, "--at",
                  "2026-11-24T10:00:00Z"], folder: folder, name: "b")
             #expect(try await withAt.exitStatus() == 2, "\(withAt.errors)")
             let plain = folder.path("plain.db")
             #expect(FileManager.default.createFile(atPath: plain, contents: Data("not a copy".utf8)))
-            let promote = try Command(["promote", replica, plain, "--key-file", keyFile], folder: folder, name: "c")
+            let promote = try SQLCipherKitProcess(["promote", replica, plain, "--key-file", keyFile], folder: folder, name: "c")
             #expect(try await promote.exitStatus() == 1, "\(promote.errors)")
             #expect(promote.errors.contains("not a follower's copy"))
             #expect(try fileBytes(plain) == Array("not a copy".utf8))

@@ -12,24 +12,17 @@ import Testing
 struct ReplicateCommandLifetimeTests {
     /// A running `sqlcipherkit replicate` with its output in files.
     final class Sidecar {
-        let process = Process()
-        let errorPath: String
+        let command: SQLCipherKitProcess
 
         init(database: String, keyFile: String, replica: String, folder: TemporaryDirectory, name: String) throws {
-            let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-                .appendingPathComponent("sqlcipherkit").path
-            errorPath = folder.path("\(name).err")
-            _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-            process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = [
-                "replicate", database, "--key-file", keyFile, "--to", replica, "--sync-interval", "50ms",
-            ]
-            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
+            command = try SQLCipherKitProcess(
+                ["replicate", database, "--key-file", keyFile, "--to", replica, "--sync-interval", "50ms"],
+                folder: folder, name: name)
         }
 
-        var errors: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
+        var process: Process { command.process }
+        var errorPath: String { command.errorPath }
+        var errors: String { command.errors }
 
         /// Waits (bounded only to turn a hang into a failure) until it printed `text` or exited.
         func wait(for text: String) async throws {
@@ -38,9 +31,7 @@ struct ReplicateCommandLifetimeTests {
 
         /// Waits until it exits (bounded: 120 s, a hang fails the test) and returns its status.
         func exitStatus() async throws -> Int32? {
-            let deadline = ContinuousClock.now + .seconds(120)
-            while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-            return process.isRunning ? nil : process.terminationStatus
+            try await command.exitStatus()
         }
     }
 

@@ -157,6 +157,52 @@ final class ReplicationFixture: Sendable {
     }
 }
 
+/// A running `sqlcipherkit` (the binary beside the test runner) with its output in files.
+final class SQLCipherKitProcess {
+    let process = Process()
+    let errorPath: String
+    let outputPath: String
+
+    init(_ arguments: [String], folder: TemporaryDirectory, name: String) throws {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("sqlcipherkit").path
+        errorPath = folder.path("\(name).err")
+        outputPath = folder.path("\(name).out")
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+        try process.run()
+    }
+
+    var errors: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
+    var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+
+    /// Waits (bounded only to turn a hang into a failure) until it printed `text` or exited.
+    func wait(for text: String) async throws {
+        try await waitForText(text, inFile: errorPath, of: process)
+        #expect(errors.contains(text), "\(errors)")
+    }
+
+    /// SIGTERM, then its exit status.
+    func stop() -> Int32 {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// Waits until it exits by itself (bounded: 120 s) and returns its status.
+    func exitStatus() async throws -> Int32? {
+        let deadline = ContinuousClock.now + .seconds(120)
+        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    deinit { if process.isRunning { process.terminate() } }
+}
+
 /// Waits until the file at `path` (a child process's output) contains `text`, while `process` runs; bounded only to
 /// turn a hang into a failure (120 s). The caller checks the text is there.
 func waitForText(_ text: String, inFile path: String, of process: Process) async throws {

@@ -54,7 +54,7 @@ package func atomicRename(from source: String, to destination: String) throws {
 }
 
 /// Removes a file and SQLite's companions (`-journal`, `-wal`, `-shm`); missing files are fine.
-func removeDatabaseFiles(atPath path: String) {
+package func removeDatabaseFiles(atPath path: String) {
     for suffix in ["", "-journal", "-wal", "-shm"] {
         unlink(path + suffix)
     }

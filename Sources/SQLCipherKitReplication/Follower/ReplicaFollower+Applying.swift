@@ -45,7 +45,7 @@ extension ReplicaFollower {
         var status = stat()
         if let found = existing, found.isRestoring {
             // A restore into the copy began and did not finish: whatever is there is this follower's, half done.
-            for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+            removeDatabaseFiles(atPath: path)
             existing = nil
         } else if existing == nil && lstat(path, &status) == 0 {
             throw ReplicationError(
@@ -227,8 +227,8 @@ extension ReplicaFollower {
                     + " the replica into a new file to follow it")
         }
         let temporary = path + ".follower-restore"
-        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) }
-        defer { for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) } }
+        removeDatabaseFiles(atPath: temporary)
+        defer { removeDatabaseFiles(atPath: temporary) }
         let restored = try await replica.restoreKeepingPosition(
             to: temporary, at: .point(generation: generation.name, index: plan.point.index),
             options: RestoreOptions(verificationKeys: [key]))
