@@ -283,21 +283,36 @@ targets += [
         ],
         swiftSettings: strictSwift
     ),
-    // Each file is wrapped in `#if` of the trait it tests; with every trait off the target is empty.
+    // The integrations' libraries in this process: the SQLKit and Fluent drivers, DatabaseService, live key rotation
+    // and its hand-over, the replicated service. Not the example apps, so that a sanitizer build of these tests
+    // (.ci/test) builds neither Vapor nor Hummingbird. Each file is wrapped in `#if` of the trait it tests; with
+    // every trait off the target is empty.
     .testTarget(
-        name: "SQLCipherKitIntegrationTests",
+        name: "SQLCipherKitServiceTests",
         dependencies: [
             "SQLCipherKitSQLKit", "SQLCipherKitFluent", "SQLCipherKitServices", "SQLCipherKitReplication",
-            "SQLCipherKitTestSupport", "sqlcipherkit-hummingbird-example", "sqlcipherkit-vapor-example",
+            "SQLCipherKitTestSupport",
+            // The CLI, run beside the tests on the service's replica (`restore`).
+            "sqlcipherkit",
             product("SQLKitBenchmark", "sql-kit", when: ["SQLKit"]),
             product("FluentBenchmark", "fluent-kit", when: ["Fluent"]),
-            product("AsyncHTTPClient", "async-http-client", when: ["Examples"]),
-            product("NIOCore", "swift-nio", when: ["SQLKit", "Examples"]),
-            product("NIOPosix", "swift-nio", when: ["SQLKit", "Examples"]),
-            product("NIOHTTP1", "swift-nio", when: ["Examples"]),
+            product("NIOCore", "swift-nio", when: ["SQLKit"]),
+            product("NIOPosix", "swift-nio", when: ["SQLKit"]),
             product("ServiceLifecycle", "swift-service-lifecycle", when: ["Services"]),
             product("ServiceLifecycleTestKit", "swift-service-lifecycle", when: ["Services"]),
             product("MetricsTestKit", "swift-metrics", when: ["Services"]),
+        ],
+        swiftSettings: strictSwift
+    ),
+    // The example apps end to end: each run as a process of its own and driven over HTTP (trait Examples).
+    .testTarget(
+        name: "SQLCipherKitIntegrationTests",
+        dependencies: [
+            "SQLCipherKit", "SQLCipherKitTestSupport", "sqlcipherkit-hummingbird-example", "sqlcipherkit-vapor-example",
+            product("AsyncHTTPClient", "async-http-client", when: ["Examples"]),
+            product("NIOCore", "swift-nio", when: ["Examples"]),
+            product("NIOPosix", "swift-nio", when: ["Examples"]),
+            product("NIOHTTP1", "swift-nio", when: ["Examples"]),
         ],
         swiftSettings: strictSwift
     ),
