@@ -23,9 +23,13 @@ let traits: Set<Trait> = [
         enabledTraits: ["SQLKit"]),
     .trait(
         name: "Services",
-        description: "SQLCipherKitServices: DatabaseService (swift-service-lifecycle), metrics, live key rotation,"
-            + " and its replication option (so it turns on Replication).",
-        enabledTraits: ["Replication"]),
+        description: "SQLCipherKitServices: DatabaseService (swift-service-lifecycle), metrics, health check, its"
+            + " live key rotation and replication (so it turns on LiveRotation and Replication).",
+        enabledTraits: ["LiveRotation", "Replication"]),
+    .trait(
+        name: "LiveRotation",
+        description: "SQLCipherKitLiveRotation: LiveKeyRotation, key rotation while the database serves, for an app"
+            + " with a lifecycle of its own (Vapor, a plain program); swift-metrics, no swift-service-lifecycle."),
     .trait(
         name: "Replication",
         description: "SQLCipherKitReplication and the CLI's replicate, restore and snapshots (AsyncHTTPClient, NIO)."),
@@ -45,6 +49,7 @@ let products: [Product] = [
     .library(name: "SQLCipherKitSQLKit", targets: ["SQLCipherKitSQLKit"]),
     .library(name: "SQLCipherKitFluent", targets: ["SQLCipherKitFluent"]),
     .library(name: "SQLCipherKitServices", targets: ["SQLCipherKitServices"]),
+    .library(name: "SQLCipherKitLiveRotation", targets: ["SQLCipherKitLiveRotation"]),
     .library(name: "SQLCipherKitReplication", targets: ["SQLCipherKitReplication"]),
     .library(name: "SQLCipherKitRecordMacro", targets: ["SQLCipherKitRecordMacro"]),
 ]
@@ -205,13 +210,28 @@ targets += [
         ],
         swiftSettings: strictSwift
     ),
-    // The pool as a swift-service-lifecycle Service, metrics, health check and live key rotation.
+    // Live key rotation on its own: the key-file watch, the hand-over and its crash recovery. No
+    // swift-service-lifecycle, so an app with a lifecycle of its own (Vapor) does not link it; .ci/check-layers
+    // fails if this target reaches it through any dependency.
+    .target(
+        name: "SQLCipherKitLiveRotation",
+        dependencies: [
+            "SQLCipherKit",
+            .product(name: "Logging", package: "swift-log"),
+            product("CoreMetrics", "swift-metrics", when: ["LiveRotation"]),
+            // `pausesReplication(_:)`: a replicator on the same pool pauses around every key change.
+            .target(name: "SQLCipherKitReplication", condition: .when(traits: ["Replication"])),
+        ],
+        swiftSettings: strictSwift
+    ),
+    // The pool as a swift-service-lifecycle Service; DatabaseService: lifecycle, metrics, health check, backups,
+    // over a LiveKeyRotation (re-exported) and a Replicator.
     .target(
         name: "SQLCipherKitServices",
         dependencies: [
             // Replication: the service replicates, pauses replication around a live rotation, reports its lag in
             // the health check and ships what is left at shutdown (Docs/Services.md, "Replication").
-            "SQLCipherKit", "SQLCipherKitReplication",
+            "SQLCipherKit", "SQLCipherKitReplication", "SQLCipherKitLiveRotation",
             .product(name: "Logging", package: "swift-log"),
             product("ServiceLifecycle", "swift-service-lifecycle", when: ["Services"]),
             product("CoreMetrics", "swift-metrics", when: ["Services"]),
@@ -256,7 +276,8 @@ targets += [
     .executableTarget(
         name: "sqlcipherkit-vapor-example",
         dependencies: [
-            "TraitFallback", "SQLCipherKitFluent", "SQLCipherKitServices",
+            // NOTES_LIVE_ROTATION=bare: live rotation through SQLCipherKitLiveRotation alone (BareLiveRotation.swift).
+            "TraitFallback", "SQLCipherKitFluent", "SQLCipherKitServices", "SQLCipherKitLiveRotation",
             product("Fluent", "fluent", when: ["Examples"]),
             product("Vapor", "vapor", when: ["Examples"]),
         ],
@@ -283,21 +304,36 @@ targets += [
         ],
         swiftSettings: strictSwift
     ),
-    // Each file is wrapped in `#if` of the trait it tests; with every trait off the target is empty.
+    // The integrations' libraries in this process: the SQLKit and Fluent drivers, DatabaseService, live key rotation
+    // and its hand-over, the replicated service. Not the example apps, so that a sanitizer build of these tests
+    // (.ci/test) builds neither Vapor nor Hummingbird. Each file is wrapped in `#if` of the trait it tests; with
+    // every trait off the target is empty.
     .testTarget(
-        name: "SQLCipherKitIntegrationTests",
+        name: "SQLCipherKitServiceTests",
         dependencies: [
-            "SQLCipherKitSQLKit", "SQLCipherKitFluent", "SQLCipherKitServices", "SQLCipherKitReplication",
-            "SQLCipherKitTestSupport", "sqlcipherkit-hummingbird-example", "sqlcipherkit-vapor-example",
+            "SQLCipherKitSQLKit", "SQLCipherKitFluent", "SQLCipherKitServices", "SQLCipherKitLiveRotation",
+            "SQLCipherKitReplication", "SQLCipherKitTestSupport",
+            // The CLI, run beside the tests on the service's replica (`restore`).
+            "sqlcipherkit",
             product("SQLKitBenchmark", "sql-kit", when: ["SQLKit"]),
             product("FluentBenchmark", "fluent-kit", when: ["Fluent"]),
-            product("AsyncHTTPClient", "async-http-client", when: ["Examples"]),
-            product("NIOCore", "swift-nio", when: ["SQLKit", "Examples"]),
-            product("NIOPosix", "swift-nio", when: ["SQLKit", "Examples"]),
-            product("NIOHTTP1", "swift-nio", when: ["Examples"]),
+            product("NIOCore", "swift-nio", when: ["SQLKit"]),
+            product("NIOPosix", "swift-nio", when: ["SQLKit"]),
             product("ServiceLifecycle", "swift-service-lifecycle", when: ["Services"]),
             product("ServiceLifecycleTestKit", "swift-service-lifecycle", when: ["Services"]),
             product("MetricsTestKit", "swift-metrics", when: ["Services"]),
+        ],
+        swiftSettings: strictSwift
+    ),
+    // The example apps end to end: each run as a process of its own and driven over HTTP (trait Examples).
+    .testTarget(
+        name: "SQLCipherKitIntegrationTests",
+        dependencies: [
+            "SQLCipherKit", "SQLCipherKitTestSupport", "sqlcipherkit-hummingbird-example", "sqlcipherkit-vapor-example",
+            product("AsyncHTTPClient", "async-http-client", when: ["Examples"]),
+            product("NIOCore", "swift-nio", when: ["Examples"]),
+            product("NIOPosix", "swift-nio", when: ["Examples"]),
+            product("NIOHTTP1", "swift-nio", when: ["Examples"]),
         ],
         swiftSettings: strictSwift
     ),

@@ -150,8 +150,17 @@ public struct SQLCipherSQLDatabase: SQLDatabase {
         let decoder = self.decoder
         let metrics = self.metrics
         let requested = ContinuousClock.now
+        // `onRow` runs on the writer's or a reader's thread, and the caller reads what it collected there once this
+        // call returns (SQLKit's `first()` keeps its rows in a `nonisolated(unsafe) var`). The continuation that
+        // brings the statement's end back orders the two, but ThreadSanitizer does not see that ordering and
+        // reported the read as a race; a lock released after the last row and taken before returning makes it
+        // visible to it (one uncontended lock pair per statement). Not `Locked(())`: a value of no size shares its
+        // address with the lock's pointer, and the sanitizer reports those two as a race too.
+        let rowsHandedOver = Locked(false)
+        defer { _ = rowsHandedOver.withLock { $0 } }
         func step(_ kind: SQLCipherSQLMetrics.Operation) -> @Sendable (Connection) throws -> Void {
             { db in
+                defer { rowsHandedOver.withLock { $0 = true } }
                 let started = ContinuousClock.now
                 metrics?.recordWait(kind, started - requested)
                 defer { metrics?.recordDuration(kind, ContinuousClock.now - started) }

@@ -1,5 +1,4 @@
 #if Services  // trait Services (Package.swift)
-import Dispatch
 import SQLCipherKit
 import ServiceLifecycle
 
@@ -16,7 +15,7 @@ extension DatabasePool: Service {
     /// ```
     public func run() async throws {
         try? await gracefulShutdown()
-        await closeOffCooperativePool { self.close() }
+        await offCooperativePool { self.close() }
     }
 }
 
@@ -25,27 +24,7 @@ extension DatabaseQueue: Service {
     /// see ``DatabasePool/run()``.
     public func run() async throws {
         try? await gracefulShutdown()
-        await closeOffCooperativePool { self.close() }
-    }
-}
-
-/// Runs a blocking call (a close that waits for work in flight, a rekey, an open that derives a key) on a dispatch
-/// thread, so no thread of Swift's cooperative pool is blocked.
-func closeOffCooperativePool(_ body: @escaping @Sendable () -> Void) async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        DispatchQueue.global().async {
-            body()
-            continuation.resume()
-        }
-    }
-}
-
-/// Like ``closeOffCooperativePool(_:)`` for a call that returns or throws.
-func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-        DispatchQueue.global().async {
-            continuation.resume(with: Result { try body() })
-        }
+        await offCooperativePool { self.close() }
     }
 }
 #endif

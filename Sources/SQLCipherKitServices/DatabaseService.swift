@@ -180,7 +180,7 @@ public final class DatabaseService: Service, Sendable {
         }
         if let replication { await finishReplication(replication) }
         logger.info("closing the database after the work in flight", metadata: ["path": "\(path)"])
-        await closeOffCooperativePool { [pool] in pool.close() }
+        await offCooperativePool { [pool] in pool.close() }
     }
 
     // MARK: - Live key rotation

@@ -45,11 +45,4 @@ struct DatabaseServiceMetrics: Sendable {
         healthCheckDuration.recordDuration(duration)
     }
 }
-
-extension Timer {
-    func recordDuration(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-    }
-}
 #endif

@@ -6,8 +6,4 @@
 /// Not in this build: the package trait Services is off.
 @available(*, unavailable, message: "the package trait Services is off: add traits: [\"Services\"] to SQLCipherKit in your Package.swift: .package(url: \"https://github.com/<owner>/SQLCipherKit\", from: \"0.1.0\", traits: [\"Services\"])")
 public final class DatabaseService {}
-
-/// Not in this build: the package trait Services is off.
-@available(*, unavailable, message: "the package trait Services is off: add traits: [\"Services\"] to SQLCipherKit in your Package.swift: .package(url: \"https://github.com/<owner>/SQLCipherKit\", from: \"0.1.0\", traits: [\"Services\"])")
-public final class LiveKeyRotation {}
 #endif

@@ -64,18 +64,9 @@ enum VaporExample {
                 _ = try? await service.value
             }
         case "bare":
-            // Live rotation alone, with Vapor's lifecycle and no swift-service-lifecycle (Docs/Services.md, "Live key
-            // rotation without swift-service-lifecycle").
-            var configuration = LiveKeyRotation.Configuration(metricsName: "notes", logger: app.logger)
-            configuration.pool.openOptions.enforcesForeignKeys = true
-            let rotation = try LiveKeyRotation(path: path, keyFile: keyFile, configuration: configuration)
-            app.databases.use(.sqlcipher(pool: rotation.pool), as: .sqlcipher)
-            let watcher = Task { await rotation.run() }
-            closeDatabase = {
-                watcher.cancel()
-                await watcher.value
-                rotation.pool.close()
-            }
+            // Live rotation alone, with Vapor's lifecycle: BareLiveRotation.swift imports SQLCipherKitLiveRotation,
+            // not SQLCipherKitServices.
+            closeDatabase = try useLiveKeyRotation(app, path: path, keyFile: keyFile)
         default:
             // Before (plaintext): app.databases.use(.sqlite(.file(path)), as: .sqlite)
             app.databases.use(.sqlcipher(file: path, keyProvider: .file(keyFile)), as: .sqlcipher)

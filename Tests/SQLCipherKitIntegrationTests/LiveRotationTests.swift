@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOHTTP1
 import SQLCipherKit
+import SQLCipherKitTestSupport
 import Synchronization
 import Testing
 

@@ -115,17 +115,25 @@ enum AttackedStore: String, CaseIterable, Sendable, CustomTestStringConvertible 
 
     var testDescription: String { rawValue }
 
-    /// A replication fixture whose replica is in this kind of store, and the attacker of that store.
-    func fixture(key: EncryptionKey? = nil) throws -> (ReplicationFixture, BucketAttacker) {
+    /// Runs `body` with a replication fixture whose replica is in this kind of store and the attacker of that store;
+    /// the fixture is closed on every way out (``withReplicationFixture(settings:key:configure:target:_:)``).
+    @discardableResult
+    func withFixture<T>(
+        key: EncryptionKey? = nil, _ body: (ReplicationFixture, BucketAttacker) async throws -> T
+    ) async throws -> T {
         switch self {
         case .folder:
-            let fixture = try ReplicationFixture(key: key)
-            return (fixture, BucketAttacker(place: .folder(fixture.store.root), scratch: fixture.directory.path("")))
+            return try await withReplicationFixture(key: key) { fixture in
+                try await body(
+                    fixture, BucketAttacker(place: .folder(fixture.store.root), scratch: fixture.directory.path("")))
+            }
         case .s3:
             let bucket = try ObjectStore.makeBucket()
-            let fixture = try ReplicationFixture(key: key, target: { _ in try ObjectStore.store(bucket: bucket) })
-            return (fixture, BucketAttacker(
-                place: .bucket(name: bucket, prefix: "notes"), scratch: fixture.directory.path("")))
+            return try await withReplicationFixture(key: key, target: { _ in try ObjectStore.store(bucket: bucket) }) {
+                fixture in
+                try await body(fixture, BucketAttacker(
+                    place: .bucket(name: bucket, prefix: "notes"), scratch: fixture.directory.path("")))
+            }
         }
     }
 

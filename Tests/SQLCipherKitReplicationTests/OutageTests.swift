@@ -73,29 +73,29 @@ final class SwitchableStore: ReplicaStore {
 struct OutageTests {
     @Test("a writer that outpaces the store does not keep one sync going: a sync ships what was committed when it began")
     func syncShipsWhatWasCommittedAtItsStart() async throws {
-        let fixture = try ReplicationFixture(target: { directory in
+        try await withReplicationFixture(target: { directory in
             SwitchableStore(try FolderReplicaStore(root: directory.path("switchable")))
-        })
-        let store = try #require(fixture.target as? SwitchableStore)
-        try await fixture.insert(10)
-        try await fixture.sync()
-        // Every log upload lets the writer commit another transaction first (up to 50): the log always has more.
-        let logUploads = Atomic(0)
-        store.beforeFilePut = { key in
-            guard key.hasSuffix(".wal") else { return }
-            let count = logUploads.add(1, ordering: .sequentiallyConsistent).newValue
-            if count <= 50 { try await fixture.insert(20) }
+        }) { fixture in
+            let store = try #require(fixture.target as? SwitchableStore)
+            try await fixture.insert(10)
+            try await fixture.sync()
+            // Every log upload lets the writer commit another transaction first (up to 50): the log always has more.
+            let logUploads = Atomic(0)
+            store.beforeFilePut = { key in
+                guard key.hasSuffix(".wal") else { return }
+                let count = logUploads.add(1, ordering: .sequentiallyConsistent).newValue
+                if count <= 50 { try await fixture.insert(20) }
+            }
+            try await fixture.insert(10)
+            let bounded = try await fixture.sync()
+            #expect(logUploads.load(ordering: .sequentiallyConsistent) == 1, "one sync shipped what was committed after it began")
+            #expect(bounded.generation != nil)
+            // What came later goes with the next sync; the replica then holds every row.
+            store.beforeFilePut = nil
+            let after = try await fixture.sync()
+            #expect(after.unshippedFrameCount == 0)
+            #expect(try await fixture.restoredBytes(.latest) == (try fixture.checkpointedCopy()))
         }
-        try await fixture.insert(10)
-        let bounded = try await fixture.sync()
-        #expect(logUploads.load(ordering: .sequentiallyConsistent) == 1, "one sync shipped what was committed after it began")
-        #expect(bounded.generation != nil)
-        // What came later goes with the next sync; the replica then holds every row.
-        store.beforeFilePut = nil
-        let after = try await fixture.sync()
-        #expect(after.unshippedFrameCount == 0)
-        #expect(try await fixture.restoredBytes(.latest) == (try fixture.checkpointedCopy()))
-        await fixture.close()
     }
 
     @Test("the database keeps serving; past the log limit the replicator checkpoints, records a gap and starts a new generation once the store is back")
@@ -175,23 +175,23 @@ struct OutageTests {
 
     @Test("a failing store fails the sync, not the writes; the next sync ships what was waiting")
     func retriesWithoutGap() async throws {
-        let fixture = try ReplicationFixture()
-        try await fixture.sync()
-        let store = SwitchableStore(fixture.store)
-        let replicator = Replicator(pool: fixture.pool, store: store, configuration: fixture.replicator.configuration)
-        try await fixture.replicator.stop()
-        try await replicator.syncNow()
-        store.isDown = true
-        try await fixture.insert(4)
-        await #expect(throws: ReplicationError.self) { try await replicator.syncNow() }
-        #expect(store.failedCalls > 0)
-        store.isDown = false
-        fixture.clock.advance(seconds: 1)
-        let status = try await replicator.syncNow()
-        #expect(status.gapCount == 0)
-        #expect(try await fixture.restoredBytes(.latest) == (try fixture.checkpointedCopy()))
-        try await replicator.stop()
-        await fixture.close()
+        try await withReplicationFixture { fixture in
+            try await fixture.sync()
+            let store = SwitchableStore(fixture.store)
+            let replicator = Replicator(pool: fixture.pool, store: store, configuration: fixture.replicator.configuration)
+            try await fixture.replicator.stop()
+            try await replicator.syncNow()
+            store.isDown = true
+            try await fixture.insert(4)
+            await #expect(throws: ReplicationError.self) { try await replicator.syncNow() }
+            #expect(store.failedCalls > 0)
+            store.isDown = false
+            fixture.clock.advance(seconds: 1)
+            let status = try await replicator.syncNow()
+            #expect(status.gapCount == 0)
+            #expect(try await fixture.restoredBytes(.latest) == (try fixture.checkpointedCopy()))
+            try await replicator.stop()
+        }
     }
 }
 

@@ -12,17 +12,24 @@ import Testing
 /// checked integrity only.
 @Suite("An authenticated replica", .serialized)
 struct ReplicaAuthenticityTests {
-    /// A replica with one generation: a snapshot, then segments 1…3, each a transaction that rewrites the same rows.
-    private func replica(_ kind: AttackedStore) async throws -> (ReplicationFixture, BucketAttacker, String) {
-        let (fixture, attacker) = try kind.fixture()
-        try await fixture.insert(4)
-        try await fixture.sync()
-        for round in 1...3 {
-            try await fixture.pool.write { db in try db.execute("UPDATE note SET body = ? WHERE id <= 4", "round \(round)") }
+    /// Runs `body` with a replica with one generation: a snapshot, then segments 1…3, each a transaction that rewrites
+    /// the same rows; `body` gets the fixture, the attacker and the generation. The fixture is closed on every way
+    /// out.
+    private func withReplica(
+        _ kind: AttackedStore, _ body: (ReplicationFixture, BucketAttacker, String) async throws -> Void
+    ) async throws {
+        try await kind.withFixture { fixture, attacker in
+            try await fixture.insert(4)
             try await fixture.sync()
+            for round in 1...3 {
+                try await fixture.pool.write { db in
+                    try db.execute("UPDATE note SET body = ? WHERE id <= 4", "round \(round)")
+                }
+                try await fixture.sync()
+            }
+            let generation = try #require(await fixture.replicator.status.generation)
+            try await body(fixture, attacker, generation)
         }
-        let generation = try #require(await fixture.replicator.status.generation)
-        return (fixture, attacker, generation)
     }
 
     private func verification(_ fixture: ReplicationFixture) -> RestoreOptions {
@@ -75,136 +82,136 @@ struct ReplicaAuthenticityTests {
     @Test("an older ciphertext of a page replayed into the last segment, checksums recomputed, is refused with the key",
           arguments: AttackedStore.available)
     func replayedPage(_ kind: AttackedStore) async throws {
-        let (fixture, attacker, generation) = try await replica(kind)
-        defer { Task { await fixture.close() } }
-        let pageSize = try #require(try await fixture.replica.catalog().generations.last?.pageSize)
-        let segments = try attacker.segments(of: generation)
-        let last = try #require(segments.keys.max())
-        let lastKey = try #require(segments[last])
-        let earlierKey = try #require(segments[1])
-        let earlier = try attacker.read(earlierKey)
-        let previous = try attacker.read(try #require(segments[last - 1]))
-        var bytes = try attacker.read(lastKey)
-        try #require(!startsLog(lastKey), "the last segment continues the log of the one before it")
-        // A page the last segment writes that the first segment wrote too: put the older ciphertext back.
-        let olderFrames = frames(earlier, startsLog: startsLog(earlierKey), pageSize: pageSize)
-        let replaced = try #require(frames(bytes, startsLog: false, pageSize: pageSize).first { frame in
-            olderFrames.contains { $0.page == frame.page }
-        })
-        let older = olderFrames.first { $0.page == replaced.page }!
-        bytes.replaceSubrange(
-            (replaced.offset + 24)..<(replaced.offset + 24 + pageSize),
-            with: earlier[(older.offset + 24)..<(older.offset + 24 + pageSize)])
-        // SQLite's checksum is unkeyed: anyone recomputes it from the segment before.
-        bytes = rechecksummed(
-            bytes, pageSize: pageSize, from: endChecksum(previous, pageSize: pageSize),
-            bigEndian: UInt32(1).bigEndian == 1)
-        let forged = try forgedKey(lastKey, bytes: bytes)
-        try attacker.write(forged, bytes)
-        try attacker.delete(lastKey)
-        try await expectRefused(fixture, kind: .notAuthentic, naming: forged)
+        try await withReplica(kind) { fixture, attacker, generation in
+            let pageSize = try #require(try await fixture.replica.catalog().generations.last?.pageSize)
+            let segments = try attacker.segments(of: generation)
+            let last = try #require(segments.keys.max())
+            let lastKey = try #require(segments[last])
+            let earlierKey = try #require(segments[1])
+            let earlier = try attacker.read(earlierKey)
+            let previous = try attacker.read(try #require(segments[last - 1]))
+            var bytes = try attacker.read(lastKey)
+            try #require(!startsLog(lastKey), "the last segment continues the log of the one before it")
+            // A page the last segment writes that the first segment wrote too: put the older ciphertext back.
+            let olderFrames = frames(earlier, startsLog: startsLog(earlierKey), pageSize: pageSize)
+            let replaced = try #require(frames(bytes, startsLog: false, pageSize: pageSize).first { frame in
+                olderFrames.contains { $0.page == frame.page }
+            })
+            let older = olderFrames.first { $0.page == replaced.page }!
+            bytes.replaceSubrange(
+                (replaced.offset + 24)..<(replaced.offset + 24 + pageSize),
+                with: earlier[(older.offset + 24)..<(older.offset + 24 + pageSize)])
+            // SQLite's checksum is unkeyed: anyone recomputes it from the segment before.
+            bytes = rechecksummed(
+                bytes, pageSize: pageSize, from: endChecksum(previous, pageSize: pageSize),
+                bigEndian: UInt32(1).bigEndian == 1)
+            let forged = try forgedKey(lastKey, bytes: bytes)
+            try attacker.write(forged, bytes)
+            try attacker.delete(lastKey)
+            try await expectRefused(fixture, kind: .notAuthentic, naming: forged)
 
-        // Without a key every checksum holds: the restore succeeds and says that it checked integrity only.
-        let report = try await fixture.replica.restore(to: fixture.directory.path("unchecked.db"))
-        #expect(report.authenticatedWith == nil)
+            // Without a key every checksum holds: the restore succeeds and says that it checked integrity only.
+            let report = try await fixture.replica.restore(to: fixture.directory.path("unchecked.db"))
+            #expect(report.authenticatedWith == nil)
+        }
     }
 
     @Test("the last segment cut at an earlier commit and renamed to its new SHA-256 is refused with the key",
           arguments: AttackedStore.available)
     func cutSegment(_ kind: AttackedStore) async throws {
-        let (fixture, attacker, generation) = try await replica(kind)
-        defer { Task { await fixture.close() } }
-        // Two commits in the last segment: a restore cut after the first would lose the second.
-        try await fixture.insert(1)
-        try await fixture.insert(1)
-        try await fixture.sync()
-        let pageSize = try #require(try await fixture.replica.catalog().generations.last?.pageSize)
-        let segments = try attacker.segments(of: generation)
-        let last = try #require(segments.keys.max())
-        let lastKey = try #require(segments[last])
-        let bytes = try attacker.read(lastKey)
-        let commits = frames(bytes, startsLog: startsLog(lastKey), pageSize: pageSize).filter(\.isCommit)
-        try #require(commits.count >= 2)
-        let cut = Array(bytes[..<(commits[0].offset + 24 + pageSize)])
-        let forged = try forgedKey(lastKey, bytes: cut)
-        try attacker.write(forged, cut)
-        try attacker.delete(lastKey)
-        try await expectRefused(fixture, kind: .notAuthentic, naming: forged)
+        try await withReplica(kind) { fixture, attacker, generation in
+            // Two commits in the last segment: a restore cut after the first would lose the second.
+            try await fixture.insert(1)
+            try await fixture.insert(1)
+            try await fixture.sync()
+            let pageSize = try #require(try await fixture.replica.catalog().generations.last?.pageSize)
+            let segments = try attacker.segments(of: generation)
+            let last = try #require(segments.keys.max())
+            let lastKey = try #require(segments[last])
+            let bytes = try attacker.read(lastKey)
+            let commits = frames(bytes, startsLog: startsLog(lastKey), pageSize: pageSize).filter(\.isCommit)
+            try #require(commits.count >= 2)
+            let cut = Array(bytes[..<(commits[0].offset + 24 + pageSize)])
+            let forged = try forgedKey(lastKey, bytes: cut)
+            try attacker.write(forged, cut)
+            try attacker.delete(lastKey)
+            try await expectRefused(fixture, kind: .notAuthentic, naming: forged)
+        }
     }
 
     @Test("a segment moved to another index is refused with the key", arguments: AttackedStore.available)
     func movedSegment(_ kind: AttackedStore) async throws {
-        let (fixture, attacker, generation) = try await replica(kind)
-        defer { Task { await fixture.close() } }
-        let segments = try attacker.segments(of: generation)
-        let last = try #require(segments.keys.max())
-        // Segment 2 put in place of the last one (the last one removed): every checksum still holds.
-        guard case .segment(let moved)? = ReplicaLayout.parse(try #require(segments[2])),
-              case .segment(let replaced)? = ReplicaLayout.parse(try #require(segments[last]))
-        else { Issue.record("not segments"); return }
-        let forged = ReplicaLayout.segmentKey(ReplicaLayout.SegmentName(
-            generation: generation, index: last, milliseconds: replaced.milliseconds, startsLog: moved.startsLog,
-            sha256: moved.sha256, mac: moved.mac))
-        try attacker.write(forged, try attacker.read(try #require(segments[2])))
-        try attacker.delete(try #require(segments[last]))
-        try await expectRefused(fixture, kind: .notAuthentic, naming: forged)
+        try await withReplica(kind) { fixture, attacker, generation in
+            let segments = try attacker.segments(of: generation)
+            let last = try #require(segments.keys.max())
+            // Segment 2 put in place of the last one (the last one removed): every checksum still holds.
+            guard case .segment(let moved)? = ReplicaLayout.parse(try #require(segments[2])),
+                  case .segment(let replaced)? = ReplicaLayout.parse(try #require(segments[last]))
+            else { Issue.record("not segments"); return }
+            let forged = ReplicaLayout.segmentKey(ReplicaLayout.SegmentName(
+                generation: generation, index: last, milliseconds: replaced.milliseconds, startsLog: moved.startsLog,
+                sha256: moved.sha256, mac: moved.mac))
+            try attacker.write(forged, try attacker.read(try #require(segments[2])))
+            try attacker.delete(try #require(segments[last]))
+            try await expectRefused(fixture, kind: .notAuthentic, naming: forged)
+        }
     }
 
     @Test("an old generation copied under a newer sequence number is refused with the key",
           arguments: AttackedStore.available)
     func oldGenerationRenamed(_ kind: AttackedStore) async throws {
-        let (fixture, attacker, generation) = try await replica(kind)
-        defer { Task { await fixture.close() } }
-        let copy = "0000000099-0badc0de"
-        for key in try attacker.keys() where key.hasPrefix("generations/\(generation)/") {
-            try attacker.write(key.replacingOccurrences(of: generation, with: copy), try attacker.read(key))
+        try await withReplica(kind) { fixture, attacker, generation in
+            let copy = "0000000099-0badc0de"
+            for key in try attacker.keys() where key.hasPrefix("generations/\(generation)/") {
+                try attacker.write(key.replacingOccurrences(of: generation, with: copy), try attacker.read(key))
+            }
+            try await expectRefused(fixture, kind: .notAuthentic, naming: copy)
+            // It is listed as not verifying, and the genuine generation still restores when named.
+            let catalog = try await fixture.replica.catalog(verifyingWith: verification(fixture).verificationKeys)
+            #expect(catalog.generation(named: copy)?.authenticity == .failed)
+            let report = try await fixture.replica.restore(
+                to: fixture.directory.path("named.db"), at: .generation(generation), options: verification(fixture))
+            #expect(report.authenticatedWith == "the test key")
         }
-        try await expectRefused(fixture, kind: .notAuthentic, naming: copy)
-        // It is listed as not verifying, and the genuine generation still restores when named.
-        let catalog = try await fixture.replica.catalog(verifyingWith: verification(fixture).verificationKeys)
-        #expect(catalog.generation(named: copy)?.authenticity == .failed)
-        let report = try await fixture.replica.restore(
-            to: fixture.directory.path("named.db"), at: .generation(generation), options: verification(fixture))
-        #expect(report.authenticatedWith == "the test key")
     }
 
     @Test("a generation of another database with the same key, copied in as the newest, is refused, also with a forged manifest of its replica slipped in below it",
           arguments: AttackedStore.available, [false, true])
     func foreignGeneration(_ kind: AttackedStore, forgesManifestBelow: Bool) async throws {
-        let (fixture, attacker, _) = try await replica(kind)
-        defer { Task { await fixture.close() } }
-        // Another database with the same key, whose replica has gone further (sequence numbers past ours).
-        let other = try ReplicationFixture(key: fixture.key)
-        defer { Task { await other.close() } }
-        try await other.store.put("generations/0000000040-00000000/generation.json", bytes: Array("{}".utf8))
-        try await other.insert(2)
-        try await other.sync()
-        let otherAttacker = BucketAttacker(place: .folder(other.store.root), scratch: other.directory.path(""))
-        let foreign = try #require(try otherAttacker.generations().last)
-        #expect(ReplicaLayout.sequence(ofGeneration: foreign) == 41)
-        for key in try otherAttacker.keys() where key.hasPrefix("generations/\(foreign)/") {
-            try attacker.write(key, try otherAttacker.read(key))
+        try await withReplica(kind) { fixture, attacker, _ in
+            // Another database with the same key, whose replica has gone further (sequence numbers past ours).
+            try await withReplicationFixture(key: fixture.key) { other in
+                try await other.store.put("generations/0000000040-00000000/generation.json", bytes: Array("{}".utf8))
+                try await other.insert(2)
+                try await other.sync()
+                let otherAttacker = BucketAttacker(place: .folder(other.store.root), scratch: other.directory.path(""))
+                let foreign = try #require(try otherAttacker.generations().last)
+                #expect(ReplicaLayout.sequence(ofGeneration: foreign) == 41)
+                for key in try otherAttacker.keys() where key.hasPrefix("generations/\(foreign)/") {
+                    try attacker.write(key, try otherAttacker.read(key))
+                }
+                if forgesManifestBelow {
+                    // The foreign generation's own manifest (its replica identity) under a name just below it: it does not
+                    // verify (its MAC covers its name), so it must not vouch for the copy as "the generation before".
+                    try attacker.write(
+                        "generations/0000000040-ffffffff/generation.json",
+                        try otherAttacker.read("generations/\(foreign)/generation.json"))
+                }
+                try await expectRefused(fixture, kind: .notAuthentic, naming: foreign)
+            }
         }
-        if forgesManifestBelow {
-            // The foreign generation's own manifest (its replica identity) under a name just below it: it does not
-            // verify (its MAC covers its name), so it must not vouch for the copy as "the generation before".
-            try attacker.write(
-                "generations/0000000040-ffffffff/generation.json",
-                try otherAttacker.read("generations/\(foreign)/generation.json"))
-        }
-        try await expectRefused(fixture, kind: .notAuthentic, naming: foreign)
     }
 
     @Test("without the key a restore succeeds on an intact replica and says it checked integrity only; with it, it names the key")
     func reportsAuthenticity() async throws {
-        let (fixture, _, generation) = try await replica(.folder)
-        defer { Task { await fixture.close() } }
-        let unchecked = try await fixture.replica.restore(to: fixture.directory.path("a.db"))
-        #expect(unchecked.authenticatedWith == nil)
-        #expect(unchecked.newestPoint?.generation == generation)
-        let checked = try await fixture.replica.restore(to: fixture.directory.path("b.db"), options: verification(fixture))
-        #expect(checked.authenticatedWith == "the test key")
-        #expect(checked.newestPoint == checked.point)
+        try await withReplica(.folder) { fixture, _, generation in
+            let unchecked = try await fixture.replica.restore(to: fixture.directory.path("a.db"))
+            #expect(unchecked.authenticatedWith == nil)
+            #expect(unchecked.newestPoint?.generation == generation)
+            let checked = try await fixture.replica.restore(to: fixture.directory.path("b.db"), options: verification(fixture))
+            #expect(checked.authenticatedWith == "the test key")
+            #expect(checked.newestPoint == checked.point)
+        }
     }
 }
 #endif

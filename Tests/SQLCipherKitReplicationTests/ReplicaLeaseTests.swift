@@ -12,104 +12,104 @@ import Testing
 struct ReplicaLeaseTests {
     @Test("a second replicator of the same replica refuses while the first runs, naming it; after a stop it starts")
     func secondReplicatorRefused() async throws {
-        let fixture = try ReplicationFixture()
-        defer { Task { await fixture.close() } }
-        try await fixture.insert(2)
-        try await fixture.sync()
-        let second = fixture.newReplicator()
-        let error = await #expect(throws: ReplicationError.self) { try await second.syncNow() }
-        #expect(error?.kind == .leaseHeld)
-        #expect(error?.message.contains("process \(getpid())") == true, "\(error?.message ?? "")")
-        #expect(error?.remedy == .stopOtherReplicator)
-        // Nothing of the second was written: one generation, its segments in one line.
-        let catalog = try await fixture.replica.catalog()
-        #expect(catalog.generations.count == 1)
-        #expect(catalog.generations[0].problems.isEmpty)
+        try await withReplicationFixture { fixture in
+            try await fixture.insert(2)
+            try await fixture.sync()
+            let second = fixture.newReplicator()
+            let error = await #expect(throws: ReplicationError.self) { try await second.syncNow() }
+            #expect(error?.kind == .leaseHeld)
+            #expect(error?.message.contains("process \(getpid())") == true, "\(error?.message ?? "")")
+            #expect(error?.remedy == .stopOtherReplicator)
+            // Nothing of the second was written: one generation, its segments in one line.
+            let catalog = try await fixture.replica.catalog()
+            #expect(catalog.generations.count == 1)
+            #expect(catalog.generations[0].problems.isEmpty)
 
-        try await fixture.replicator.stop()
-        try await fixture.insert(2)
-        let status = try await second.syncNow()
-        #expect(status.generation != nil)
-        try await second.stop()
-        #expect(try await fixture.replica.catalog().generations.allSatisfy { $0.problems.isEmpty })
-        #expect(try await fixture.restoredBytes(.latest) == (try fixture.checkpointedCopy()))
+            try await fixture.replicator.stop()
+            try await fixture.insert(2)
+            let status = try await second.syncNow()
+            #expect(status.generation != nil)
+            try await second.stop()
+            #expect(try await fixture.replica.catalog().generations.allSatisfy { $0.problems.isEmpty })
+            #expect(try await fixture.restoredBytes(.latest) == (try fixture.checkpointedCopy()))
+        }
     }
 
     @Test("a replicator whose process died leaves its lease, and the next one takes it over at once")
     func deadHolderTakenOver() async throws {
-        let fixture = try ReplicationFixture()
-        defer { Task { await fixture.close() } }
-        try await fixture.insert(2)
-        try await fixture.sync()
-        await fixture.replicator.closeAsIfKilled()
-        #expect(try await fixture.store.getVersioned(ReplicaLayout.leaseKey) != nil)
-        let next = fixture.newReplicator()
-        try await fixture.insert(1)
-        let status = try await next.syncNow()
-        #expect(status.lastIndex != nil)
-        try await next.stop()
-        #expect(try await fixture.store.getVersioned(ReplicaLayout.leaseKey) == nil)
+        try await withReplicationFixture { fixture in
+            try await fixture.insert(2)
+            try await fixture.sync()
+            await fixture.replicator.closeAsIfKilled()
+            #expect(try await fixture.store.getVersioned(ReplicaLayout.leaseKey) != nil)
+            let next = fixture.newReplicator()
+            try await fixture.insert(1)
+            let status = try await next.syncNow()
+            #expect(status.lastIndex != nil)
+            try await next.stop()
+            #expect(try await fixture.store.getVersioned(ReplicaLayout.leaseKey) == nil)
+        }
     }
 
     @Test("a replicator whose lease another took stops for good before shipping more, naming the new holder")
     func fenced() async throws {
-        let fixture = try ReplicationFixture()
-        defer { Task { await fixture.close() } }
-        try await fixture.insert(2)
-        let before = try await fixture.sync()
-        // Another replicator takes the lease by force (as a promoted follower does).
-        let usurper = ReplicaLease(store: fixture.store, duration: .seconds(15))
-        try await usurper.acquire(generation: "0000000099-00000000", now: Date(), force: true, wait: { _ in })
-        try await fixture.insert(3)
-        let objectsBefore = try await fixture.store.list(prefix: "generations/").map(\.key)
-        let error = await #expect(throws: ReplicationError.self) { try await fixture.replicator.syncNow() }
-        #expect(error?.kind == .fenced)
-        #expect(error?.message.contains("0000000099-00000000") == true, "\(error?.message ?? "")")
-        #expect(try await fixture.store.list(prefix: "generations/").map(\.key) == objectsBefore)
-        #expect(before.lastIndex != nil)
-        // run() ends with such an error instead of retrying (here: the usurper still holds the lease).
-        let again = fixture.newReplicator()
-        let refused = await #expect(throws: ReplicationError.self) { try await again.run() }
-        #expect(refused?.kind == .leaseHeld)
-        await usurper.release()
+        try await withReplicationFixture { fixture in
+            try await fixture.insert(2)
+            let before = try await fixture.sync()
+            // Another replicator takes the lease by force (as a promoted follower does).
+            let usurper = ReplicaLease(store: fixture.store, duration: .seconds(15))
+            try await usurper.acquire(generation: "0000000099-00000000", now: Date(), force: true, wait: { _ in })
+            try await fixture.insert(3)
+            let objectsBefore = try await fixture.store.list(prefix: "generations/").map(\.key)
+            let error = await #expect(throws: ReplicationError.self) { try await fixture.replicator.syncNow() }
+            #expect(error?.kind == .fenced)
+            #expect(error?.message.contains("0000000099-00000000") == true, "\(error?.message ?? "")")
+            #expect(try await fixture.store.list(prefix: "generations/").map(\.key) == objectsBefore)
+            #expect(before.lastIndex != nil)
+            // run() ends with such an error instead of retrying (here: the usurper still holds the lease).
+            let again = fixture.newReplicator()
+            let refused = await #expect(throws: ReplicationError.self) { try await again.run() }
+            #expect(refused?.kind == .leaseHeld)
+            await usurper.release()
+        }
     }
 
     @Test("a lease of a replicator on another machine is taken over only after it went a lease's duration unrenewed")
     func otherHostWaitedFor() async throws {
         for renews in [true, false] {
-            let fixture = try ReplicationFixture()
-            let foreign = LeaseRecord(
-                format: 2, holder: String(repeating: "ab", count: 16), host: "another-host", bootID: "x",
-                pidNamespace: "pid:[1]", pid: 4242, processStart: 7, generation: nil, renewal: 1,
-                durationMilliseconds: 15000, renewedAtMilliseconds: 0)
-            let encoder = JSONEncoder()
-            try await fixture.store.put(ReplicaLayout.leaseKey, bytes: Array(try encoder.encode(foreign)))
-            // The replicator waits for the lease's duration through its configuration's wait: here the test
-            // renews the foreign lease meanwhile, or does not.
-            let waited = Locked<[Duration]>([])
-            let store = fixture.store
-            var configuration = fixture.configuration
-            configuration.wait = { duration in
-                waited.withLock { $0.append(duration) }
-                if renews {
-                    var renewed = foreign
-                    renewed.renewal += 1
-                    try await store.put(ReplicaLayout.leaseKey, bytes: Array(try JSONEncoder().encode(renewed)))
+            try await withReplicationFixture { fixture in
+                let foreign = LeaseRecord(
+                    format: 2, holder: String(repeating: "ab", count: 16), host: "another-host", bootID: "x",
+                    pidNamespace: "pid:[1]", pid: 4242, processStart: 7, generation: nil, renewal: 1,
+                    durationMilliseconds: 15000, renewedAtMilliseconds: 0)
+                let encoder = JSONEncoder()
+                try await fixture.store.put(ReplicaLayout.leaseKey, bytes: Array(try encoder.encode(foreign)))
+                // The replicator waits for the lease's duration through its configuration's wait: here the test
+                // renews the foreign lease meanwhile, or does not.
+                let waited = Locked<[Duration]>([])
+                let store = fixture.store
+                var configuration = fixture.configuration
+                configuration.wait = { duration in
+                    waited.withLock { $0.append(duration) }
+                    if renews {
+                        var renewed = foreign
+                        renewed.renewal += 1
+                        try await store.put(ReplicaLayout.leaseKey, bytes: Array(try JSONEncoder().encode(renewed)))
+                    }
                 }
+                let replicator = Replicator(pool: fixture.pool, store: fixture.store, configuration: configuration)
+                try await fixture.insert(1)
+                if renews {
+                    let error = await #expect(throws: ReplicationError.self) { try await replicator.syncNow() }
+                    #expect(error?.kind == .leaseHeld)
+                    #expect(error?.message.contains("another-host") == true)
+                } else {
+                    let status = try await replicator.syncNow()
+                    #expect(status.generation != nil)
+                    try await replicator.stop()
+                }
+                #expect(waited.withLock { $0 } == [.milliseconds(15000)])
             }
-            let replicator = Replicator(pool: fixture.pool, store: fixture.store, configuration: configuration)
-            try await fixture.insert(1)
-            if renews {
-                let error = await #expect(throws: ReplicationError.self) { try await replicator.syncNow() }
-                #expect(error?.kind == .leaseHeld)
-                #expect(error?.message.contains("another-host") == true)
-            } else {
-                let status = try await replicator.syncNow()
-                #expect(status.generation != nil)
-                try await replicator.stop()
-            }
-            #expect(waited.withLock { $0 } == [.milliseconds(15000)])
-            await fixture.close()
         }
     }
 
@@ -166,12 +166,12 @@ struct ReplicaLeaseTests {
     @Test("two replicators on one S3 replica: the second refuses", .enabled(if: ObjectStore.isInstalled, ObjectStore.notInstalled))
     func s3SecondReplicator() async throws {
         let bucket = try ObjectStore.makeBucket()
-        let fixture = try ReplicationFixture(target: { _ in try ObjectStore.store(bucket: bucket) })
-        defer { Task { await fixture.close() } }
-        try await fixture.insert(1)
-        try await fixture.sync()
-        let error = await #expect(throws: ReplicationError.self) { try await fixture.newReplicator().syncNow() }
-        #expect(error?.kind == .leaseHeld)
+        try await withReplicationFixture(target: { _ in try ObjectStore.store(bucket: bucket) }) { fixture in
+            try await fixture.insert(1)
+            try await fixture.sync()
+            let error = await #expect(throws: ReplicationError.self) { try await fixture.newReplicator().syncNow() }
+            #expect(error?.kind == .leaseHeld)
+        }
     }
 }
 #endif

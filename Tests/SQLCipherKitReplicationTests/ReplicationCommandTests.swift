@@ -26,132 +26,132 @@ private func json(_ text: String) throws -> [String: Any] {
 struct ReplicationCommandTests {
     @Test("snapshots --json lists the generation and its restore points; restore --json writes the newest, verified")
     func snapshotsAndRestore() async throws {
-        let fixture = try ReplicationFixture()
-        try await fixture.insert(4)
-        try await fixture.sync()
-        try await fixture.insert(4)
-        try await fixture.sync()
-        let expected = try fixture.checkpointedCopy()
-        let url = "file://" + fixture.store.root
-        let listing = await runCommand(["snapshots", url, "--json"])
-        #expect(listing.status == 0, "\(listing)")
-        let envelope = try json(listing.output)
-        let result = try #require(envelope["result"] as? [String: Any])
-        let generations = try #require(result["generations"] as? [[String: Any]])
-        #expect(generations.count == 1)
-        let latest = try #require(generations.first?["latestRestorePoint"] as? [String: Any])
-        #expect(latest["index"] as? Int == (await fixture.replicator.status.lastIndex))
+        try await withReplicationFixture { fixture in
+            try await fixture.insert(4)
+            try await fixture.sync()
+            try await fixture.insert(4)
+            try await fixture.sync()
+            let expected = try fixture.checkpointedCopy()
+            let url = "file://" + fixture.store.root
+            let listing = await runCommand(["snapshots", url, "--json"])
+            #expect(listing.status == 0, "\(listing)")
+            let envelope = try json(listing.output)
+            let result = try #require(envelope["result"] as? [String: Any])
+            let generations = try #require(result["generations"] as? [[String: Any]])
+            #expect(generations.count == 1)
+            let latest = try #require(generations.first?["latestRestorePoint"] as? [String: Any])
+            #expect(latest["index"] as? Int == (await fixture.replicator.status.lastIndex))
 
-        let keyFile = fixture.directory.path("notes.key")
-        try fixture.key.write(toKeyFile: keyFile)
-        let destination = fixture.directory.path("restored.db")
-        let restore = await runCommand(["restore", url, destination, "--key-file", keyFile, "--json"])
-        #expect(restore.status == 0, "\(restore)")
-        let restored = try #require(try json(restore.output)["result"] as? [String: Any])
-        #expect(restored["isVerified"] as? Bool == true)
-        #expect(try fileBytes(destination) == expected)
+            let keyFile = fixture.directory.path("notes.key")
+            try fixture.key.write(toKeyFile: keyFile)
+            let destination = fixture.directory.path("restored.db")
+            let restore = await runCommand(["restore", url, destination, "--key-file", keyFile, "--json"])
+            #expect(restore.status == 0, "\(restore)")
+            let restored = try #require(try json(restore.output)["result"] as? [String: Any])
+            #expect(restored["isVerified"] as? Bool == true)
+            #expect(try fileBytes(destination) == expected)
 
-        let again = await runCommand(["restore", url, destination])
-        #expect(again.status == 1)
-        #expect(again.error.contains("exists"))
-        #expect(!again.error.contains("replacesExisting"), "no API name for a CLI user: \(again.error)")
-        await fixture.close()
+            let again = await runCommand(["restore", url, destination])
+            #expect(again.status == 1)
+            #expect(again.error.contains("exists"))
+            #expect(!again.error.contains("replacesExisting"), "no API name for a CLI user: \(again.error)")
+        }
     }
 
     @Test("restore exits 3 when the key does not open the result and 4 for a damaged replica, writing nothing")
     func failures() async throws {
-        let fixture = try ReplicationFixture()
-        try await fixture.insert(4)
-        try await fixture.sync()
-        try await fixture.insert(4)
-        try await fixture.sync()
-        let url = "file://" + fixture.store.root
-        let otherKey = fixture.directory.path("other.key")
-        try EncryptionKey.generateRaw().write(toKeyFile: otherKey)
-        let destination = fixture.directory.path("restored.db")
-        let wrongKey = await runCommand(["restore", url, destination, "--key-file", otherKey, "--json"])
-        #expect(wrongKey.status == 3, "\(wrongKey)")
-        #expect(!FileManager.default.fileExists(atPath: destination))
+        try await withReplicationFixture { fixture in
+            try await fixture.insert(4)
+            try await fixture.sync()
+            try await fixture.insert(4)
+            try await fixture.sync()
+            let url = "file://" + fixture.store.root
+            let otherKey = fixture.directory.path("other.key")
+            try EncryptionKey.generateRaw().write(toKeyFile: otherKey)
+            let destination = fixture.directory.path("restored.db")
+            let wrongKey = await runCommand(["restore", url, destination, "--key-file", otherKey, "--json"])
+            #expect(wrongKey.status == 3, "\(wrongKey)")
+            #expect(!FileManager.default.fileExists(atPath: destination))
 
-        let segment = try #require(try fixture.objectFiles().keys.filter { $0.hasSuffix(".wal") }.sorted().last)
-        try flipByte(in: fixture.objectPath(segment), at: 64)
-        let damaged = await runCommand(["restore", url, destination])
-        #expect(damaged.status == 4, "\(damaged)")
-        #expect(damaged.error.contains(segment))
-        #expect(damaged.error.contains("last good restore point"))
-        #expect(!FileManager.default.fileExists(atPath: destination))
-        await fixture.close()
+            let segment = try #require(try fixture.objectFiles().keys.filter { $0.hasSuffix(".wal") }.sorted().last)
+            try flipByte(in: fixture.objectPath(segment), at: 64)
+            let damaged = await runCommand(["restore", url, destination])
+            #expect(damaged.status == 4, "\(damaged)")
+            #expect(damaged.error.contains(segment))
+            #expect(damaged.error.contains("last good restore point"))
+            #expect(!FileManager.default.fileExists(atPath: destination))
+        }
     }
 
     @Test("restore says whether it authenticated and names the newest point; snapshots of an empty URL and an index past the end fail")
     func answersThatCanBeTrusted() async throws {
-        let fixture = try ReplicationFixture()
-        try await fixture.insert(4)
-        try await fixture.sync()
-        try await fixture.insert(4)
-        let status = try await fixture.sync()
-        let generation = try #require(status.generation)
-        let url = "file://" + fixture.store.root
+        try await withReplicationFixture { fixture in
+            try await fixture.insert(4)
+            try await fixture.sync()
+            try await fixture.insert(4)
+            let status = try await fixture.sync()
+            let generation = try #require(status.generation)
+            let url = "file://" + fixture.store.root
 
-        let unchecked = await runCommand(["restore", url, fixture.directory.path("a.db")])
-        #expect(unchecked.status == 0, "\(unchecked)")
-        #expect(unchecked.output.contains("integrity checked only"), "\(unchecked.output)")
-        #expect(unchecked.output.contains("the newest point the replica holds: \(generation)/\(status.lastIndex ?? -1)"))
+            let unchecked = await runCommand(["restore", url, fixture.directory.path("a.db")])
+            #expect(unchecked.status == 0, "\(unchecked)")
+            #expect(unchecked.output.contains("integrity checked only"), "\(unchecked.output)")
+            #expect(unchecked.output.contains("the newest point the replica holds: \(generation)/\(status.lastIndex ?? -1)"))
 
-        let keyFile = fixture.directory.path("notes.key")
-        try fixture.key.write(toKeyFile: keyFile)
-        let checked = await runCommand(["restore", url, fixture.directory.path("b.db"), "--key-file", keyFile, "--json"])
-        #expect(checked.status == 0, "\(checked)")
-        let result = try #require(try json(checked.output)["result"] as? [String: Any])
-        #expect(result["isAuthenticated"] as? Bool == true)
-        #expect((result["newestPoint"] as? [String: Any])?["generation"] as? String == generation)
+            let keyFile = fixture.directory.path("notes.key")
+            try fixture.key.write(toKeyFile: keyFile)
+            let checked = await runCommand(["restore", url, fixture.directory.path("b.db"), "--key-file", keyFile, "--json"])
+            #expect(checked.status == 0, "\(checked)")
+            let result = try #require(try json(checked.output)["result"] as? [String: Any])
+            #expect(result["isAuthenticated"] as? Bool == true)
+            #expect((result["newestPoint"] as? [String: Any])?["generation"] as? String == generation)
 
-        let older = await runCommand([
-            "restore", url, fixture.directory.path("c.db"), "--generation", generation, "--index", "0",
-        ])
-        #expect(older.status == 0, "\(older)")
-        #expect(older.output.contains("not the newest point"), "\(older.output)")
+            let older = await runCommand([
+                "restore", url, fixture.directory.path("c.db"), "--generation", generation, "--index", "0",
+            ])
+            #expect(older.status == 0, "\(older)")
+            #expect(older.output.contains("not the newest point"), "\(older.output)")
 
-        let pastTheEnd = await runCommand([
-            "restore", url, fixture.directory.path("d.db"), "--generation", generation, "--index", "99", "--json",
-        ])
-        #expect(pastTheEnd.status == 1, "\(pastTheEnd)")
-        let error = try #require(try json(pastTheEnd.output)["error"] as? [String: Any])
-        #expect(error["kind"] as? String == "notFound")
-        #expect((error["message"] as? String)?.contains("no such restore point") == true)
+            let pastTheEnd = await runCommand([
+                "restore", url, fixture.directory.path("d.db"), "--generation", generation, "--index", "99", "--json",
+            ])
+            #expect(pastTheEnd.status == 1, "\(pastTheEnd)")
+            let error = try #require(try json(pastTheEnd.output)["error"] as? [String: Any])
+            #expect(error["kind"] as? String == "notFound")
+            #expect((error["message"] as? String)?.contains("no such restore point") == true)
 
-        // A typo in the folder: not an empty replica, an error that says to check the URL; nothing is created.
-        let typo = "file://" + fixture.directory.path("replcia")
-        for arguments in [["snapshots", typo], ["restore", typo, fixture.directory.path("e.db")]] {
-            let result = await runCommand(arguments)
-            #expect(result.status == 1, "\(result)")
-            #expect(result.error.contains("check the replica's URL"), "\(result.error)")
-        }
-        #expect(!FileManager.default.fileExists(atPath: fixture.directory.path("replcia")))
+            // A typo in the folder: not an empty replica, an error that says to check the URL; nothing is created.
+            let typo = "file://" + fixture.directory.path("replcia")
+            for arguments in [["snapshots", typo], ["restore", typo, fixture.directory.path("e.db")]] {
+                let result = await runCommand(arguments)
+                #expect(result.status == 1, "\(result)")
+                #expect(result.error.contains("check the replica's URL"), "\(result.error)")
+            }
+            #expect(!FileManager.default.fileExists(atPath: fixture.directory.path("replcia")))
 
-        let withKey = await runCommand(["snapshots", url, "--key-file", keyFile, "--json"])
-        #expect(withKey.status == 0, "\(withKey)")
-        let listing = try #require(try json(withKey.output)["result"] as? [String: Any])
-        #expect(listing["isAuthenticated"] as? Bool == true)
-        let generations = try #require(listing["generations"] as? [[String: Any]])
-        #expect((generations.first?["authenticity"] as? String)?.hasPrefix("authenticated with") == true)
+            let withKey = await runCommand(["snapshots", url, "--key-file", keyFile, "--json"])
+            #expect(withKey.status == 0, "\(withKey)")
+            let listing = try #require(try json(withKey.output)["result"] as? [String: Any])
+            #expect(listing["isAuthenticated"] as? Bool == true)
+            let generations = try #require(listing["generations"] as? [[String: Any]])
+            #expect((generations.first?["authenticity"] as? String)?.hasPrefix("authenticated with") == true)
 
-        // A key that verifies nothing: not a listing with ok: true beside generations that "do not verify", but
-        // status 3, as restore answers, in the text and the JSON alike.
-        let wrongKeyFile = fixture.directory.path("wrong.key")
-        try EncryptionKey.generateRaw().write(toKeyFile: wrongKeyFile)
-        for arguments in [["snapshots", url, "--key-file", wrongKeyFile], ["snapshots", url, "--key-file", wrongKeyFile, "--json"]] {
-            let wrong = await runCommand(arguments)
-            #expect(wrong.status == 3, "\(wrong)")
-            if arguments.last == "--json" {
-                let document = try json(wrong.output)
-                #expect(document["ok"] as? Bool == false)
-                #expect(document["exitStatus"] as? Int == 3)
-            } else {
-                #expect(wrong.error.contains("verifies with"), "\(wrong.error)")
+            // A key that verifies nothing: not a listing with ok: true beside generations that "do not verify", but
+            // status 3, as restore answers, in the text and the JSON alike.
+            let wrongKeyFile = fixture.directory.path("wrong.key")
+            try EncryptionKey.generateRaw().write(toKeyFile: wrongKeyFile)
+            for arguments in [["snapshots", url, "--key-file", wrongKeyFile], ["snapshots", url, "--key-file", wrongKeyFile, "--json"]] {
+                let wrong = await runCommand(arguments)
+                #expect(wrong.status == 3, "\(wrong)")
+                if arguments.last == "--json" {
+                    let document = try json(wrong.output)
+                    #expect(document["ok"] as? Bool == false)
+                    #expect(document["exitStatus"] as? Int == 3)
+                } else {
+                    #expect(wrong.error.contains("verifies with"), "\(wrong.error)")
+                }
             }
         }
-        await fixture.close()
     }
 
     @Test("--lease-duration above the 10 minutes a newcomer waits at most is a usage error, as is 0")

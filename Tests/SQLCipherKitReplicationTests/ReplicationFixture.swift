@@ -151,6 +151,8 @@ final class ReplicationFixture: Sendable {
         store.root + "/" + key
     }
 
+    /// Stops the replicator and closes the pool. ``withReplicationFixture(settings:key:configure:target:_:)`` calls
+    /// it on every way out of a test; a test calls it itself only to close early (calling it again does nothing).
     func close() async {
         try? await replicator.stop()
         pool.close()
@@ -201,6 +203,32 @@ final class SQLCipherKitProcess {
     }
 
     deinit { if process.isRunning { process.terminate() } }
+}
+
+/// Runs `body` with a new ``ReplicationFixture`` and awaits its ``ReplicationFixture/close()`` on every way out:
+/// returned, thrown, or stopped by a failed `#require`. A fixture closed from a task the test does not wait for would
+/// leave a pool and a replicator running, after a failure too, while the next test starts on the same files.
+@discardableResult
+func withReplicationFixture<T>(
+    settings: CipherSettings = .engineDefault, key: EncryptionKey? = nil,
+    configure: (inout ReplicatorConfiguration) -> Void = { _ in },
+    target: ((TemporaryDirectory) throws -> any ReplicaStore)? = nil,
+    _ body: (ReplicationFixture) async throws -> T
+) async throws -> T {
+    let fixture = try ReplicationFixture(settings: settings, key: key, configure: configure, target: target)
+    return try await closing(fixture, body)
+}
+
+/// Runs `body` with `fixture`, then awaits `fixture.close()` whether `body` returned or threw.
+func closing<T>(_ fixture: ReplicationFixture, _ body: (ReplicationFixture) async throws -> T) async throws -> T {
+    let outcome: Result<T, any Error>
+    do {
+        outcome = .success(try await body(fixture))
+    } catch {
+        outcome = .failure(error)
+    }
+    await fixture.close()
+    return try outcome.get()
 }
 
 /// Waits until the file at `path` (a child process's output) contains `text`, while `process` runs; bounded only to

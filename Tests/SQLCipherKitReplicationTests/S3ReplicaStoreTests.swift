@@ -152,8 +152,7 @@ struct S3ReplicaStoreTests {
         let bucket = try ObjectStore.makeBucket()
         let log = LogLines()
         let key = try EncryptionKey.generateRaw()
-        let fixture = try ReplicationFixture(
-            settings: settings, key: key,
+        try await withReplicationFixture(settings: settings, key: key,
             configure: { configuration in
                 configuration.checkpointFrameCount = 6
                 configuration.logger = log.logger("replicator")
@@ -164,71 +163,71 @@ struct S3ReplicaStoreTests {
                     $0.partSize = 1000
                     $0.logger = log.logger("s3")
                 }
-            })
-        try await fixture.sync()
-        var copies: [(RestoreTarget, [UInt8])] = [(try await fixture.lastPoint(), try fixture.checkpointedCopy())]
-        for round in 1...4 {
-            try await fixture.insert(5 * round)
+            }) { fixture in
             try await fixture.sync()
-            copies.append((try await fixture.lastPoint(), try fixture.checkpointedCopy()))
-        }
-        for (point, expected) in copies {
-            #expect(try await fixture.restoredBytes(point) == expected, "\(point)")
-        }
-        #expect(try await fixture.restoredBytes(.latest) == copies.last?.1)
+            var copies: [(RestoreTarget, [UInt8])] = [(try await fixture.lastPoint(), try fixture.checkpointedCopy())]
+            for round in 1...4 {
+                try await fixture.insert(5 * round)
+                try await fixture.sync()
+                copies.append((try await fixture.lastPoint(), try fixture.checkpointedCopy()))
+            }
+            for (point, expected) in copies {
+                #expect(try await fixture.restoredBytes(point) == expected, "\(point)")
+            }
+            #expect(try await fixture.restoredBytes(.latest) == copies.last?.1)
 
-        // The bucket through another client: every object listed and read back whole, none holding a row's text,
-        // the schema's text, the key's bytes or its hex text.
-        let listed = try await fixture.target.list(prefix: "")
-        let downloads = fixture.directory.path("boto3")
-        let objects = try download(bucket: bucket, prefix: "notes/", into: downloads)
-        #expect(objects.map(\.key).sorted() == listed.map { "notes/" + $0.key }.sorted())
-        // Log segments are streamed from the log file: those above the part size went as multipart uploads.
-        #expect(objects.contains { $0.key.hasSuffix(".wal") && $0.etag.contains("-") }, "no multipart log segment")
-        let keyText = try key.withRawKeyText { Array($0) }
-        let keyHex = String(decoding: keyText.dropFirst(2).prefix(64), as: UTF8.self)
-        let keyBytes = try #require(Hex.bytes(keyHex))
-        for object in objects {
-            #expect(object.read == object.size)
-            let bytes = try fileBytes(downloads + "/" + object.key)
-            #expect(bytes.count == object.size)
-            #expect(!contains(bytes, plaintextMarker), "\(object.key) holds the rows' text")
-            #expect(!contains(bytes, "CREATE TABLE"), "\(object.key) holds the schema's text")
-            #expect(!containsBytes(bytes, keyBytes), "\(object.key) holds the key's bytes")
-            #expect(!contains(bytes, keyHex), "\(object.key) holds the key's hex text")
+            // The bucket through another client: every object listed and read back whole, none holding a row's text,
+            // the schema's text, the key's bytes or its hex text.
+            let listed = try await fixture.target.list(prefix: "")
+            let downloads = fixture.directory.path("boto3")
+            let objects = try download(bucket: bucket, prefix: "notes/", into: downloads)
+            #expect(objects.map(\.key).sorted() == listed.map { "notes/" + $0.key }.sorted())
+            // Log segments are streamed from the log file: those above the part size went as multipart uploads.
+            #expect(objects.contains { $0.key.hasSuffix(".wal") && $0.etag.contains("-") }, "no multipart log segment")
+            let keyText = try key.withRawKeyText { Array($0) }
+            let keyHex = String(decoding: keyText.dropFirst(2).prefix(64), as: UTF8.self)
+            let keyBytes = try #require(Hex.bytes(keyHex))
+            for object in objects {
+                #expect(object.read == object.size)
+                let bytes = try fileBytes(downloads + "/" + object.key)
+                #expect(bytes.count == object.size)
+                #expect(!contains(bytes, plaintextMarker), "\(object.key) holds the rows' text")
+                #expect(!contains(bytes, "CREATE TABLE"), "\(object.key) holds the schema's text")
+                #expect(!containsBytes(bytes, keyBytes), "\(object.key) holds the key's bytes")
+                #expect(!contains(bytes, keyHex), "\(object.key) holds the key's hex text")
+            }
+            let logged = log.text
+            #expect(logged.contains("S3 request"))
+            #expect(!logged.contains(try ObjectStore.credentials.secretAccessKey))
+            #expect(!logged.contains(keyHex))
         }
-        let logged = log.text
-        #expect(logged.contains("S3 request"))
-        #expect(!logged.contains(try ObjectStore.credentials.secretAccessKey))
-        #expect(!logged.contains(keyHex))
-        await fixture.close()
     }
 
     @Test("a byte flipped in the bucket (by boto3) stops the restore, naming the object and the last good point")
     func damagedObject() async throws {
         let bucket = try ObjectStore.makeBucket()
-        let fixture = try ReplicationFixture(target: { _ in try ObjectStore.store(bucket: bucket) })
-        try await fixture.sync()
-        var copies: [Int: [UInt8]] = [:]
-        for _ in 1...3 {
-            try await fixture.insert(3)
-            let status = try await fixture.sync()
-            copies[try #require(status.lastIndex)] = try fixture.checkpointedCopy()
+        try await withReplicationFixture(target: { _ in try ObjectStore.store(bucket: bucket) }) { fixture in
+            try await fixture.sync()
+            var copies: [Int: [UInt8]] = [:]
+            for _ in 1...3 {
+                try await fixture.insert(3)
+                let status = try await fixture.sync()
+                copies[try #require(status.lastIndex)] = try fixture.checkpointedCopy()
+            }
+            let generation = try #require(await fixture.replicator.status.generation)
+            let segment = try #require(try await fixture.replica.catalog().generations.first?.segment(at: 2)).key
+            let flipped = try ObjectStore.check(["flip", bucket, "notes/" + segment, "100"])
+            try #require(flipped.status == 0, "\(flipped.output)")
+            let destination = fixture.directory.path("restored.db")
+            let error = await #expect(throws: ReplicationError.self) {
+                _ = try await fixture.replica.restore(to: destination, at: .latest)
+            }
+            #expect(error?.kind == .damaged)
+            #expect(error?.message.contains(segment) == true, "\(String(describing: error))")
+            #expect(error?.message.contains("last good restore point is \(generation)/1") == true)
+            #expect(!FileManager.default.fileExists(atPath: destination))
+            #expect(try await fixture.restoredBytes(.point(generation: generation, index: 1)) == copies[1])
         }
-        let generation = try #require(await fixture.replicator.status.generation)
-        let segment = try #require(try await fixture.replica.catalog().generations.first?.segment(at: 2)).key
-        let flipped = try ObjectStore.check(["flip", bucket, "notes/" + segment, "100"])
-        try #require(flipped.status == 0, "\(flipped.output)")
-        let destination = fixture.directory.path("restored.db")
-        let error = await #expect(throws: ReplicationError.self) {
-            _ = try await fixture.replica.restore(to: destination, at: .latest)
-        }
-        #expect(error?.kind == .damaged)
-        #expect(error?.message.contains(segment) == true, "\(String(describing: error))")
-        #expect(error?.message.contains("last good restore point is \(generation)/1") == true)
-        #expect(!FileManager.default.fileExists(atPath: destination))
-        #expect(try await fixture.restoredBytes(.point(generation: generation, index: 1)) == copies[1])
-        await fixture.close()
     }
 
     @Test("s3:// URLs: bucket, prefix, region and addressing; credentials from the environment; bad URLs refused")

@@ -47,6 +47,17 @@ public func withTemporaryDirectory<T>(_ body: (TemporaryDirectory) async throws 
     return try await body(directory)
 }
 
+/// Writes a key file with mode 0600 (the library refuses key files others can read), atomically: written under a
+/// temporary name, then renamed, so a reader never sees half a key.
+public func writeKeyFile(_ text: String, to path: String) throws {
+    let temporary = path + ".writing"
+    _ = FileManager.default.createFile(
+        atPath: temporary, contents: Data((text + "\n").utf8), attributes: [.posixPermissions: 0o600])
+    guard rename(temporary, path) == 0 else {
+        throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "rename failed for \(path)"])
+    }
+}
+
 /// Reads a whole file's bytes.
 public func fileBytes(_ path: String) throws -> [UInt8] {
     [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))

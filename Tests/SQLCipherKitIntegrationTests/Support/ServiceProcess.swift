@@ -4,6 +4,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import SQLCipherKitTestSupport
 
 /// An example service binary run as a separate process on 127.0.0.1, for tests that drive it over HTTP.
 final class ServiceProcess: @unchecked Sendable {
@@ -91,15 +92,6 @@ func http(
     let response = try await client.execute(request, timeout: .seconds(120))  // a hang guard only
     let text = String(buffer: try await response.body.collect(upTo: 1 << 22))
     return (Int(response.status.code), text)
-}
-
-/// Writes a key file with mode 0600 (the library refuses key files others can read), atomically: written under a
-/// temporary name, then renamed, so a reader never sees half a key.
-func writeKeyFile(_ text: String, to path: String) throws {
-    let temporary = path + ".writing"
-    _ = FileManager.default.createFile(
-        atPath: temporary, contents: Data((text + "\n").utf8), attributes: [.posixPermissions: 0o600])
-    guard rename(temporary, path) == 0 else { throw ServiceProcessError("rename failed for \(path)") }
 }
 
 /// The body of a JSON response as a dictionary.

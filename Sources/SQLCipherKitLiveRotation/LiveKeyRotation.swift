@@ -1,14 +1,17 @@
-#if Services  // trait Services (Package.swift)
+#if LiveRotation  // trait LiveRotation (Package.swift), which Services turns on
 import CoreMetrics
 import Foundation
 import Logging
 import SQLCipherKit
+#if Replication
 import SQLCipherKitReplication
+#endif
 
 /// Key rotation while the database keeps serving: an encrypted ``DatabasePool`` opened from a key file, and the
 /// watch on that key file that hands a new key over to the pool. It needs no swift-service-lifecycle: start ``run()``
 /// in a task of your own (a Vapor app, a plain program) and cancel it to stop; or call ``checkNow()`` when you choose.
-/// ``DatabaseService`` uses one for its live rotation.
+/// `DatabaseService` (SQLCipherKitServices) uses one for its live rotation; this module (product
+/// `SQLCipherKitLiveRotation`, trait `LiveRotation`) links no swift-service-lifecycle.
 ///
 /// ```swift
 /// let rotation = try LiveKeyRotation(path: "app.db", keyFile: "/run/secrets/app.key")
@@ -44,8 +47,8 @@ import SQLCipherKitReplication
 /// reopens with it. When ``keyFile`` changes and no longer opens the database, the pool keeps its key and writes it
 /// to ``inUseKeyFile`` (mode 0600, flushed), so that a file on disk still opens the database.
 ///
-/// **Replication.** A ``Replicator`` on the same pool must be paused around every key change (a rekey refuses while
-/// its connection is open): pass it to ``pausesReplication(_:)``.
+/// **Replication.** A `Replicator` on the same pool must be paused around every key change (a rekey refuses while
+/// its connection is open): pass it to `pausesReplication(_:)` (with the trait Replication on).
 ///
 /// - Warning: The pool's key is kept in memory for the life of this object (as the pool keeps it). Every key file
 ///   named here is a key: protect the folder that holds them as you protect the key file.
@@ -71,7 +74,7 @@ public final class LiveKeyRotation: Sendable {
         /// The metrics backend; by default the one bootstrapped with `MetricsSystem.bootstrap`.
         public var metricsFactory: any MetricsFactory
         /// What a refused weak passphrase's error tells the caller to set (the owner's option name).
-        var weakPassphraseRemedy = "to accept it anyway, set LiveKeyRotation.Configuration.allowsWeakPassphrase"
+        package var weakPassphraseRemedy = "to accept it anyway, set LiveKeyRotation.Configuration.allowsWeakPassphrase"
 
         /// Creates a configuration.
         ///
@@ -139,8 +142,10 @@ public final class LiveKeyRotation: Sendable {
     let handOver: KeyHandOver
     private let metrics: KeyRotationMetrics
     private let state: Locked<State>
+    #if Replication
     /// Paused around every key change (``pausesReplication(_:)``).
     private let replicator = Locked<Replicator?>(nil)
+    #endif
 
     /// What the rotation knows between checks. The key is the pool's: kept in memory (as the pool keeps it), so a
     /// connection never reads a key file that is being replaced.
@@ -202,6 +207,7 @@ public final class LiveKeyRotation: Sendable {
         }
     }
 
+    #if Replication
     /// Pauses `replicator` (which must replicate ``pool``) around every key change: a rekey refuses while the
     /// replicator's connection is open, and a key another process rotated in must reach that connection too.
     /// Replication ships what it can first, and starts again on the key that then opens the database; a rotated
@@ -211,6 +217,7 @@ public final class LiveKeyRotation: Sendable {
     public func pausesReplication(_ replicator: Replicator) {
         self.replicator.withLock { $0 = replicator }
     }
+    #endif
 
     // MARK: - Opening
 
@@ -314,8 +321,8 @@ public final class LiveKeyRotation: Sendable {
         await run(every: configuration.checkInterval, onEachCheck: {})
     }
 
-    /// ``run()`` at `interval`, calling `onEachCheck` before each check (``DatabaseService`` samples its gauges).
-    func run(every interval: Duration, onEachCheck: @Sendable () -> Void) async {
+    /// ``run()`` at `interval`, calling `onEachCheck` before each check (`DatabaseService` samples its gauges).
+    package func run(every interval: Duration, onEachCheck: @Sendable () -> Void) async {
         while !Task.isCancelled {
             do {
                 try await Task.sleep(for: interval)
@@ -357,6 +364,7 @@ public final class LiveKeyRotation: Sendable {
         }
         guard isMine else { return false }
         defer { state.withLock { $0.isChecking = false } }
+        #if Replication
         if let replicator = replicator.withLock({ $0 }), hasKeyWork(attemptsHandOver: attemptsHandOver) {
             // A rekey refuses while the replicator's connection is open, and a key another replica rotated in must
             // reach that connection too: replication pauses (shipping what it can first) and starts again on the
@@ -365,6 +373,7 @@ public final class LiveKeyRotation: Sendable {
                 try await offCooperativePool { [self] in try checkKeys(attemptsHandOver: attemptsHandOver) }
             }
         }
+        #endif
         return try await offCooperativePool { [self] in try checkKeys(attemptsHandOver: attemptsHandOver) }
     }
 
@@ -697,11 +706,11 @@ public final class LiveKeyRotation: Sendable {
 
 
     /// The key the pool uses now (for checks and backups).
-    var currentKey: EncryptionKey { state.withLock { $0.key } }
+    package var currentKey: EncryptionKey { state.withLock { $0.key } }
 
     /// The key a health check proves: the key file's; during a hand-over, the key recorded for it when that is the
     /// pool's key.
-    func keyForHealthCheck() throws -> EncryptionKey {
+    package func keyForHealthCheck() throws -> EncryptionKey {
         let fileKey = try handOver.currentKey()
         let current = currentKey
         if !fileKey.isSameKey(as: current), let recorded = try? handOver.rotatingKey(), recorded.isSameKey(as: current) {
@@ -711,25 +720,4 @@ public final class LiveKeyRotation: Sendable {
     }
 }
 
-/// The swift-metrics instruments of a ``LiveKeyRotation`` (see ``DatabaseServiceMetrics`` for the table).
-struct KeyRotationMetrics: Sendable {
-    private let rotations: [Bool: Counter]
-    let rotationDuration: CoreMetrics.Timer
-
-    init(database: String, factory: any MetricsFactory) {
-        let base = [("database", database)]
-        let label = "sqlcipherkit_key_rotations_total"
-        rotations = [
-            true: Counter(label: label, dimensions: base + [("result", "success")], factory: factory),
-            false: Counter(label: label, dimensions: base + [("result", "failure")], factory: factory),
-        ]
-        rotationDuration = Timer(
-            label: "sqlcipherkit_key_rotation_duration_seconds", dimensions: base, factory: factory)
-    }
-
-    func rotation(succeeded: Bool, _ duration: Duration) {
-        rotations[succeeded]?.increment()
-        rotationDuration.recordDuration(duration)
-    }
-}
 #endif

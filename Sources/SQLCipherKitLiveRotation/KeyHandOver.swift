@@ -1,4 +1,4 @@
-#if Services  // trait Services (Package.swift)
+#if LiveRotation  // trait LiveRotation (Package.swift)
 import Foundation
 import SQLCipherKit
 #if canImport(Glibc)

@@ -8,7 +8,6 @@ import SQLCipherKitServices
 import SQLCipherKitTestSupport
 import ServiceLifecycle
 import ServiceLifecycleTestKit
-import Synchronization
 import Testing
 
 /// A folder store the test switches: `up`, `down` (every call fails as an unreachable store does) or `stuck` (every
@@ -18,7 +17,7 @@ final class SwitchedStore: ReplicaStore {
     enum Mode: Sendable { case up, down, stuck }
 
     let inner: FolderReplicaStore
-    private let state = Mutex<(mode: Mode, waiting: [CheckedContinuation<Void, Never>])>((.up, []))
+    private let state = Locked<(mode: Mode, waiting: [CheckedContinuation<Void, Never>])>((.up, []))
     private let entered: AsyncStream<Void>.Continuation
     /// One element each time a call starts waiting in `stuck` mode.
     let stuckCalls: AsyncStream<Void>
@@ -93,7 +92,7 @@ final class SwitchedStore: ReplicaStore {
 
 /// A clock the test moves by hand (the replicator's `now`: its lag and the times in the replica).
 final class ManualClock: Sendable {
-    private let current = Mutex(Date())
+    private let current = Locked(Date())
     var now: Date { current.withLock { $0 } }
     func advance(seconds: Double) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
 }
@@ -114,7 +113,7 @@ func first<T: Sendable>(
         }
         defer { group.cancelAll() }
         guard let found = try await group.next() ?? nil else {
-            throw ServiceProcessError("waited 120 s for \(what)")
+            throw CocoaError(.userCancelled, userInfo: [NSLocalizedDescriptionKey: "waited 120 s for \(what)"])
         }
         return found
     }
@@ -123,7 +122,8 @@ func first<T: Sendable>(
 /// Runs the `sqlcipherkit` binary built beside the tests.
 func runCLI(_ arguments: [String]) throws -> (status: Int32, output: String) {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: ServiceProcess.binary("sqlcipherkit"))
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        .appendingPathComponent("sqlcipherkit")
     process.arguments = arguments
     let pipe = Pipe()
     process.standardOutput = pipe
@@ -302,7 +302,7 @@ struct ReplicatedServiceTests {
         let logs = LogLines()
         let metrics = TestMetrics()
         let clock = ManualClock()
-        let waits = Mutex<[Duration]>([])
+        let waits = Locked<[Duration]>([])
         let (waitStream, waited) = AsyncStream.makeStream(of: Duration.self)
         let store = SwitchedStore(try FolderReplicaStore(root: directory.path("replica")))
         let limit: Int64 = 256 * 1024

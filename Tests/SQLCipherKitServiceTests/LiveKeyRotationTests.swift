@@ -3,12 +3,13 @@ import Dispatch
 import Foundation
 import Logging
 import SQLCipherKit
-import SQLCipherKitServices
+import SQLCipherKitLiveRotation
 import SQLCipherKitTestSupport
 import Testing
 
 /// `LiveKeyRotation` on its own, as a Vapor app or a plain program uses it: no `DatabaseService`, no
-/// swift-service-lifecycle (this file imports neither). The hand-over's every case is covered through the service in
+/// swift-service-lifecycle (this file imports neither: only SQLCipherKitLiveRotation, the product that links no
+/// swift-service-lifecycle). The hand-over's every case is covered through the service in
 /// KeyHandOverTests and KeyInMemoryTests, which now run on this type; here, that the type alone does the job.
 @Suite("Live key rotation without a service lifecycle")
 struct LiveKeyRotationTests {
