@@ -189,6 +189,31 @@ struct FollowerTests {
         }
     }
 
+    @Test("a second follower on the same copy is refused while the first has it, and starts once the first stopped")
+    func oneFollowerPerCopy() async throws {
+        try await withReplicationFixture { fixture in
+            try await fixture.insert(5)
+            try await fixture.sync()
+            let first = Self.follower(fixture)
+            try await first.start()
+            let state = try fileBytes(first.statePath)
+            let second = Self.follower(fixture, path: first.path)
+            do {
+                try await second.start()
+                Issue.record("a second follower started on a copy the first has")
+            } catch let error as DatabaseError {
+                #expect(error.kind == .busy)
+            }
+            #expect(try fileBytes(first.statePath) == state)
+            await first.stop()
+            try await fixture.insert(5)
+            try await fixture.sync()
+            try await second.start()
+            #expect(try Self.count(first.path, fixture) == 10)
+            await second.stop()
+        }
+    }
+
     @Test("promoted, the follower fences the old primary, its generation follows the last point it applied, and a restore holds every shipped write and none the fenced primary made after")
     func promotion() async throws {
         try await withReplicationFixture { fixture in

@@ -14,7 +14,7 @@ extension ReplicaFollower {
         do {
             return try await startLocked()
         } catch {
-            releaseLock()
+            await closeCopy()
             throw error
         }
     }
@@ -315,8 +315,9 @@ extension ReplicaFollower {
         }
         let link = GenerationLink(
             generation: generation.name, sequence: generation.sequence, index: current.index, chain: chain)
-        // 3. The copy is handed over: closed here, written by its new primary from now on.
-        await closeCopy()
+        // 3. The copy is handed over: closed here, written by its new primary from now on. The follower lock stays
+        //    held until the state file is gone, so that no follower starts on the copy meanwhile.
+        await closeCopy(releasingLock: false)
         let replicator = makeReplicator()
         await replicator.takeOver(after: link, generationName: generationName)
         do {
@@ -332,13 +333,14 @@ extension ReplicaFollower {
         }
         unlink(statePath)
         try? syncToDisk(atPath: parentFolder(of: statePath))
+        releaseLock()
         statusValue.isPromoted = true
         logger.notice("follower promoted to primary", metadata: ["follows": "\(link.generation)/\(link.index)"])
         return replicator
     }
 
-    func closeCopy() async {
-        defer { releaseLock() }
+    func closeCopy(releasingLock: Bool = true) async {
+        defer { if releasingLock { releaseLock() } }
         guard let copy else { return }
         self.copy = nil
         await offCooperativePool { copy.close() }
