@@ -426,7 +426,9 @@ public actor Replicator {
         try await openIfNeeded()
         guard let database else { return }
         do {
-            try await lease.check(generation: generation?.name, now: configuration.now())
+            // Before a promoted replicator's first generation exists, its lease keeps naming the one it will write
+            // (a check naming none would rewrite the lease without it, and the fenced primary could read that).
+            try await lease.check(generation: generation?.name ?? promotedGenerationName, now: configuration.now())
             if !database.isSameFile {
                 await breakContinuity(.fileReplaced, "the database file was replaced (another file now has its path)")
                 await database.close()
