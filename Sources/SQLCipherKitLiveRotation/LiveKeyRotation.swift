@@ -354,8 +354,13 @@ public final class LiveKeyRotation: Sendable {
     ///   ``DatabaseError/invalidKey``).
     @discardableResult
     public func checkNow() async throws -> Bool {
-        try await check(attemptsHandOver: true)
+        if let reason = refusesChecks.withLock({ $0 }) { throw DatabaseError(.invalidState, reason) }
+        return try await check(attemptsHandOver: true)
     }
+
+    /// While set, ``checkNow()`` refuses with this reason: a service that follows a replica must not rekey its copy
+    /// (the copy's key is the primary's, and only the follower writes it).
+    package let refusesChecks = Locked<String?>(nil)
 
     private func check(attemptsHandOver: Bool) async throws -> Bool {
         let isMine = state.withLock { state in

@@ -22,8 +22,10 @@ extension DatabaseService {
         /// replaced by the service's: one name and one backend per database.
         public var replicator: ReplicatorConfiguration
         /// ``DatabaseService/checkHealth()`` reports the service as degraded when commits have waited longer than
-        /// this to be shipped, or when replication stopped.
+        /// this to be shipped, or when replication stopped; in follower mode, when the copy may be staler than this.
         public var lagThreshold: Duration
+        /// In follower mode, how long the follower waits between two looks at the store (1 s by default).
+        public var pollInterval: Duration
 
         /// Creates the options.
         ///
@@ -33,11 +35,13 @@ extension DatabaseService {
         ///   - lagThreshold: The lag the health check accepts (10 s by default: ten missed syncs at the default
         ///     interval).
         ///   - replicator: Everything else about shipping.
+        ///   - pollInterval: In follower mode, how long to wait between two looks at the store.
         public init(
             store: any ReplicaStore, syncInterval: Duration = .seconds(1), lagThreshold: Duration = .seconds(10),
-            replicator: ReplicatorConfiguration = ReplicatorConfiguration()
+            replicator: ReplicatorConfiguration = ReplicatorConfiguration(), pollInterval: Duration = .seconds(1)
         ) {
             self.store = store
+            self.pollInterval = pollInterval
             self.replicator = replicator
             self.replicator.syncInterval = syncInterval
             self.lagThreshold = lagThreshold
@@ -175,7 +179,13 @@ extension DatabaseService.HealthReport {
     func with(replication: DatabaseService.ReplicationHealth) -> Self {
         Self(
             path: path, schemaObjectCount: schemaObjectCount, readerConnectionCount: readerConnectionCount,
-            engineVersion: engineVersion, replication: replication)
+            engineVersion: engineVersion, replication: replication, following: following)
+    }
+
+    func with(following: DatabaseService.FollowingHealth) -> Self {
+        Self(
+            path: path, schemaObjectCount: schemaObjectCount, readerConnectionCount: readerConnectionCount,
+            engineVersion: engineVersion, replication: replication, following: following)
     }
 }
 #endif

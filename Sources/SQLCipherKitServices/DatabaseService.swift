@@ -30,8 +30,10 @@ import ServiceLifecycle
 /// around a live rotation (the rotated database starts a new generation: earlier generations restore with the
 /// earlier key), reports replication lag in ``checkHealth()``, and at graceful shutdown ships what is left before the
 /// pool closes (bounded by ``ReplicatorConfiguration/shutdownTimeout``, logged). See Docs/Replication.md.
-/// earlier key), reports replication lag in ``checkHealth()``, and at graceful shutdown ships what is left before the
-/// pool closes (bounded by ``ReplicatorConfiguration/shutdownTimeout``, logged). See Docs/Replication.md.
+///
+/// **Follower mode.** ``init(followingReplicaInto:keyFile:configuration:)`` opens a service on a local copy that
+/// follows the replica another service ships (a ``ReplicaFollower``): it serves reads, refuses writes, and becomes
+/// the primary without a restart on ``promote()`` or on an operator's `sqlcipherkit promote`.
 public final class DatabaseService: Service, Sendable {
     /// How the service opens the pool and watches its key file.
     public struct Configuration: Sendable {
@@ -89,18 +91,21 @@ public final class DatabaseService: Service, Sendable {
         public let readerConnectionCount: Int
         /// The SQLCipher version serving the file.
         public let engineVersion: String
-        /// Where replication stands; `nil` when the service does not replicate.
+        /// Where replication stands; `nil` when the service does not replicate, or follows.
         public let replication: ReplicationHealth?
+        /// Where following stands; `nil` unless the service follows a replica.
+        public let following: FollowingHealth?
 
-        /// `false` when replication lags past its threshold or has stopped (the database itself serves: the
-        /// report is returned, not thrown).
-        public var isHealthy: Bool { !(replication?.isLagging ?? false) }
+        /// `false` when replication lags past its threshold or has stopped, or when a follower's copy is staler than
+        /// the threshold (the database itself serves: the report is returned, not thrown).
+        public var isHealthy: Bool { !(replication?.isLagging ?? false) && !(following?.isLagging ?? false) }
 
         /// A one-line summary (no key material).
         public var description: String {
             (isHealthy ? "healthy: " : "degraded: ")
                 + "\(path) opens with its key (\(schemaObjectCount) schema objects), \(readerConnectionCount)"
                 + " readers open, SQLCipher \(engineVersion)" + (replication.map { "; \($0)" } ?? "")
+                + (following.map { "; \($0)" } ?? "")
         }
     }
 
@@ -123,10 +128,17 @@ public final class DatabaseService: Service, Sendable {
     /// - Warning: The copy is a key file like the others: back it up, move it or delete it with the same care.
     public var inUseKeyFile: String { keyRotation.inUseKeyFile }
     /// The replicator when ``Configuration/replication`` is set: its ``Replicator/status``,
-    /// ``Replicator/statusUpdates()`` and ``Replicator/syncNow()`` are the service's. ``run()`` runs it.
-    public let replicator: Replicator?
+    /// ``Replicator/statusUpdates()`` and ``Replicator/syncNow()`` are the service's. ``run()`` runs it. `nil` for a
+    /// service in follower mode until it is promoted.
+    public var replicator: Replicator? { role.withLock { $0.replicator } }
 
-    private let configuration: Configuration
+    let configuration: Configuration
+    /// Whether the service follows a replica, is being promoted, or is the primary.
+    let role: Locked<ServiceRole>
+    /// Whether the pool's connections open with writes refused (`PRAGMA query_only`): while the service follows.
+    let refusesWrites: Locked<Bool>
+    /// One element when the service becomes the primary (``run()`` of a follower waits for it).
+    let promotions = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     let replicationState = Locked(ReplicationRunState.notStarted)
     private let metrics: DatabaseServiceMetrics
 
@@ -144,23 +156,50 @@ public final class DatabaseService: Service, Sendable {
     ///   ``DatabasePool/init(path:keyProvider:configuration:)`` and of the key file; ``DatabaseError/wrongKey``
     ///   naming every file tried when none opens the database, and the copy of a key in use (``inUseKeyFile``) that
     ///   does, if there is one (it is never used on its own).
-    public init(path: String, keyFile: String, configuration: Configuration = Configuration()) throws {
+    public convenience init(path: String, keyFile: String, configuration: Configuration = Configuration()) throws {
+        try self.init(path: path, keyFile: keyFile, configuration: configuration, following: nil)
+    }
+
+    /// Opens the pool; with `follower`, on the follower's started copy, with writes refused until a promotion.
+    init(path: String, keyFile: String, configuration: Configuration, following follower: ReplicaFollower?) throws {
         self.path = path
         self.configuration = configuration
+        let refusesWrites = Locked(follower != nil)
+        self.refusesWrites = refusesWrites
         metrics = DatabaseServiceMetrics(database: configuration.metricsName, factory: configuration.metricsFactory)
+        var poolConfiguration = configuration.pool
+        if follower != nil {
+            // Writes are refused on every connection while the service follows: only the follower writes the copy
+            // (another writer would stop it). Set before the caller's preparation, so that a preparation that
+            // writes fails here rather than stopping the follower later.
+            let preparation = poolConfiguration.openOptions.prepareConnection
+            poolConfiguration.openOptions.prepareConnection = { connection in
+                if refusesWrites.withLock({ $0 }) { try connection.execute("PRAGMA query_only = 1") }
+                try preparation?(connection)
+            }
+        }
         var rotation = LiveKeyRotation.Configuration(
-            pool: configuration.pool, checkInterval: configuration.keyFileCheckInterval ?? .seconds(1),
+            pool: poolConfiguration, checkInterval: configuration.keyFileCheckInterval ?? .seconds(1),
             pendingKeySuffix: configuration.pendingKeySuffix, allowsWeakPassphrase: configuration.allowsWeakPassphrase,
             handOverWaitTimeout: configuration.handOverWaitTimeout, metricsName: configuration.metricsName,
             logger: configuration.logger, metricsFactory: configuration.metricsFactory)
         rotation.weakPassphraseRemedy = "to accept it anyway, set DatabaseService.Configuration.allowsWeakPassphrase"
         keyRotation = try LiveKeyRotation(path: path, keyFile: keyFile, configuration: rotation)
         let pool = keyRotation.pool
-        replicator = configuration.replication.map { options in
-            Replicator(
-                pool: pool, store: options.store, configuration: options.replicatorConfiguration(for: configuration))
+        if let follower {
+            role = Locked(.following(follower))
+            keyRotation.refusesChecks.withLock {
+                $0 = "\(path) follows a replica: its key is the primary's, and only the follower writes it; promote the"
+                    + " service first"
+            }
+        } else {
+            let replicator = configuration.replication.map { options in
+                Replicator(
+                    pool: pool, store: options.store, configuration: options.replicatorConfiguration(for: configuration))
+            }
+            role = Locked(.primary(replicator))
+            if let replicator { keyRotation.pausesReplication(replicator) }
         }
-        if let replicator { keyRotation.pausesReplication(replicator) }
     }
 
     // MARK: - Service
@@ -168,6 +207,13 @@ public final class DatabaseService: Service, Sendable {
     /// Checks the key files (and replicates, when configured) until graceful shutdown (or cancellation), then ships
     /// what replication has left (bounded, logged) and closes the pool after the work in flight.
     public func run() async throws {
+        if isFollowing {
+            guard await followUntilPromoted() else {
+                logger.info("closing the database after the work in flight", metadata: ["path": "\(path)"])
+                await offCooperativePool { [pool] in pool.close() }
+                return
+            }
+        }
         let replication = replicator.map { replicator in Task { [self] in await replicate(replicator) } }
         if let interval = configuration.keyFileCheckInterval {
             await cancelWhenGracefulShutdown { [self] in
@@ -194,6 +240,7 @@ public final class DatabaseService: Service, Sendable {
     ///   is running, or another process holds the hand-over turn.
     /// - Throws: The error that stopped the hand-over; the pool then keeps the key that opens the database, and
     ///   the pending file stays for the next check (or is renamed `<pending>.rejected` when it cannot be a key).
+    ///   A service in follower mode refuses (``DatabaseError/invalidState``): its copy's key is the primary's.
     @discardableResult
     public func rotateIfPending() async throws -> Bool {
         try await keyRotation.checkNow()
@@ -219,13 +266,19 @@ public final class DatabaseService: Service, Sendable {
                 let count = try connection.scalar("SELECT count(*) FROM sqlite_master", as: Int.self) ?? 0
                 return HealthReport(
                     path: path, schemaObjectCount: count, readerConnectionCount: pool.readerConnectionCount,
-                    engineVersion: SQLCipher.version, replication: nil)
+                    engineVersion: SQLCipher.version, replication: nil, following: nil)
             }
             _ = try await pool.read { db in try db.scalar("SELECT 1", as: Int.self) }
             if let replication = await replicationHealth() {
                 report = report.with(replication: replication)
                 if replication.isLagging {
                     logger.warning("replication lags", metadata: ["path": "\(path)", "replication": "\(replication)"])
+                }
+            }
+            if let following = await followingHealth() {
+                report = report.with(following: following)
+                if following.isLagging {
+                    logger.warning("the follower's copy is stale", metadata: ["path": "\(path)", "following": "\(following)"])
                 }
             }
             metrics.healthCheck(succeeded: true, ContinuousClock.now - started)

@@ -12,8 +12,11 @@ struct PromoteCommand: OperatorCommand {
         commandName: "promote",
         abstract: "Make a follower's copy the primary: fence the old primary, catch up, and replicate the copy.",
         discussion: CipherOptions.withFoldedNote("""
-            For when the primary is gone: DEST must be a copy that `sqlcipherkit restore URL DEST --follow` keeps \
-            (stop that process first). promote takes the replica's lease whoever holds it, so an old primary that \
+            For when the primary is gone: DEST must be a follower's copy. When a service in follower mode \
+            (DatabaseService(followingReplicaInto:…)) has it, promote asks that service to promote itself (a \
+            request file beside DEST, which it looks for at each poll), waits for its answer (--wait for it to take \
+            the request), and exits 0 once the service is the primary, or 1 with its reason. When no process has \
+            the copy (stop a `restore --follow` process first), promote takes the replica's lease whoever holds it, so an old primary that \
             was only cut off stops at its next sync (exit 1, naming this generation) instead of forking the \
             replica; applies everything the old primary shipped until then; and starts a new generation that \
             follows the last point applied (reason promoted). Then it runs as DEST's replicator, as `replicate` \
@@ -32,6 +35,13 @@ struct PromoteCommand: OperatorCommand {
 
     @Argument(help: ArgumentHelp("The follower's copy (it has a state file DEST.follower).", valueName: "destination"))
     var destination: String
+
+    @Option(
+        name: .customLong("wait"),
+        help: ArgumentHelp(
+            "When a running service follows DEST: how long to wait for it to take the request (default 60).",
+            valueName: "seconds"))
+    var waitSeconds: Double = 60
 
     @OptionGroup(title: "Replica")
     var replicaOptions: ReplicaOptions
@@ -52,6 +62,9 @@ struct PromoteCommand: OperatorCommand {
 
     func validate() throws {
         try validateReplicaURL(replica)
+        guard waitSeconds.isFinite, waitSeconds > 0 else {
+            throw ValidationError("--wait must be a positive number of seconds")
+        }
     }
 
     func run() throws {
@@ -76,10 +89,15 @@ struct PromoteCommand: OperatorCommand {
         let stopRequests = StopSignals()
         let database = destination
         let replica = replica
-        let summary = try waitFor { () async throws -> PromoteResult in
+        let summary = try waitFor { () async throws -> PromoteResult? in
             var promoted: RestorePoint?
             do {
-                let started = try await follower.start()
+                let started: ReplicaFollower.Status
+                do {
+                    started = try await follower.start()
+                } catch let error as DatabaseError where error.kind == .busy {
+                    return nil  // a process follows the copy: it is asked below
+                }
                 promoted = started.point
                 let replicator = try await follower.promote {
                     Replicator(
@@ -108,12 +126,64 @@ struct PromoteCommand: OperatorCommand {
                 throw error
             }
         }
+        guard let summary else { return try askFollowingProcess() }
         Output.setJSONResult(summary)
         if !Output.isJSON {
             Output.result(
                 "stopped: \(database) (promoted from \(summary.promotedFrom.map { "\($0.generation)/\($0.index)" } ?? "none"))"
                     + " shipped to \(replica) up to generation \(summary.replication.generation ?? "none"), index"
                     + " \(summary.replication.lastIndex.map(String.init) ?? "none")")
+        }
+    }
+}
+
+extension PromoteCommand {
+    /// Asks the process that follows the copy (a service in follower mode) to promote it, and waits for its answer:
+    /// `--wait` for the request to be taken, then until the answer comes or the process stops without one.
+    func askFollowingProcess() throws {
+        let request = PromotionRequest()
+        try request.place(for: destination)
+        if !Output.isJSON {
+            Output.message("a process follows \(destination): asked it to promote the copy; waiting for its answer")
+        }
+        let deadline = Date().addingTimeInterval(waitSeconds)
+        while true {
+            if let answer = try request.answer(for: destination) {
+                request.removeAnswer(for: destination)
+                guard answer.promoted else {
+                    throw CommandFailure(
+                        "the process following \(destination) did not promote it: \(answer.error ?? "no reason given");"
+                            + " it goes on following", kind: "promotionFailed")
+                }
+                let result = PromotedByFollowerResult(
+                    promotedBy: "the process following \(destination)", promotedFrom: answer.promotedFrom,
+                    generation: answer.generation)
+                Output.setJSONResult(result)
+                if !Output.isJSON {
+                    Output.result(
+                        "promoted \(destination): the process following it is the primary now (it follows"
+                            + " \(answer.promotedFrom ?? "nothing")) and replicates it to \(replica) as generation"
+                            + " \(answer.generation ?? "none")")
+                }
+                return
+            }
+            if FileManager.default.fileExists(atPath: PromotionRequest.requestPath(for: destination)) {
+                // Not taken yet: given up after --wait, or at once when no process follows the copy any more.
+                let givesUp = Date() >= deadline || !PromotionRequest.isFollowed(destination)
+                if givesUp && request.withdraw(for: destination) {
+                    throw CommandFailure(
+                        "no process took the request to promote \(destination)"
+                            + (Date() >= deadline ? " within \(waitSeconds) s" : " (the process following it stopped)")
+                            + " (a `restore --follow` process does not take requests: stop it and run promote again);"
+                            + " the request was withdrawn and nothing changed", kind: "notTaken")
+                }
+            } else if !PromotionRequest.isBeingAnswered(destination), try request.answer(for: destination) == nil {
+                throw CommandFailure(
+                    "the process following \(destination) took the request and stopped without answering: whether it"
+                        + " was promoted is unknown; `sqlcipherkit snapshots \(replica)` shows the replica's generations"
+                        + " (a promoted copy starts one, reason promoted)", kind: "noAnswer")
+            }
+            usleep(50_000)
         }
     }
 }
@@ -128,5 +198,15 @@ struct PromoteResult: Encodable, Sendable {
         self.promotedFrom = promotedFrom.map(RestorePointReport.init)
         replication = summary
     }
+}
+
+/// What `promote --json` reports when a running follower promoted the copy on request.
+struct PromotedByFollowerResult: Encodable, Sendable {
+    /// Which process is the primary now.
+    let promotedBy: String
+    /// The old primary's point (`generation/index`) the copy had reached.
+    @Nullable var promotedFrom: String?
+    /// The generation the new primary writes.
+    @Nullable var generation: String?
 }
 #endif

@@ -91,3 +91,24 @@ package func writeFully(_ descriptor: CInt, _ bytes: UnsafeRawBufferPointer, at 
         done += written
     }
 }
+
+/// Writes `bytes` as the whole content of `path`, all or nothing: under a temporary name beside it (created with
+/// `permissions`, never following a symlink), flushed, renamed over `path`, and the folder flushed, so that a crash
+/// leaves the old content or the new, and success means the new content is on stable storage.
+///
+/// - Throws: ``DatabaseError`` (`fileSystem`); the temporary file is removed.
+package func writeFileAtomically(atPath path: String, _ bytes: [UInt8], permissions: mode_t = 0o600) throws {
+    let temporary = path + ".tmp-" + randomSuffix()
+    let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, permissions)
+    guard descriptor >= 0 else { throw fileSystemError("cannot create \(temporary)") }
+    do {
+        try bytes.withUnsafeBytes { try writeFully(descriptor, $0, at: 0, path: temporary) }
+        guard fsync(descriptor) == 0 else { throw fileSystemError("cannot flush \(temporary)") }
+        closeFileDescriptor(descriptor)
+        try atomicRename(from: temporary, to: path)
+    } catch {
+        closeFileDescriptor(descriptor)
+        unlink(temporary)
+        throw error
+    }
+}

@@ -291,7 +291,7 @@ extension ReplicaFollower {
         ])
     }
 
-    func promoteNow(makeReplicator: @escaping @Sendable () -> Replicator) async throws -> Replicator {
+    func promoteNow(makeReplicator: @escaping @Sendable () throws -> Replicator) async throws -> Replicator {
         guard state != nil, copy != nil, !statusValue.isPromoted else {
             throw DatabaseError(.invalidState, "the follower of \(path) is not started, stopped, or promoted already")
         }
@@ -318,9 +318,10 @@ extension ReplicaFollower {
         // 3. The copy is handed over: closed here, written by its new primary from now on. The follower lock stays
         //    held until the state file is gone, so that no follower starts on the copy meanwhile.
         await closeCopy(releasingLock: false)
-        let replicator = makeReplicator()
-        await replicator.takeOver(after: link, generationName: generationName)
+        let replicator: Replicator
         do {
+            replicator = try makeReplicator()
+            await replicator.takeOver(after: link, generationName: generationName)
             try await replicator.start()
         } catch {
             // Not promoted: the copy is a follower's again.

@@ -44,7 +44,8 @@ public actor ReplicaFollower {
         package var logger: Logger
         /// The `database` dimension of its metrics.
         package var metricsName: String
-        var metricsFactory: any MetricsFactory
+        /// The metrics backend (a service passes its own).
+        package var metricsFactory: any MetricsFactory
         var now: @Sendable () -> Date
         var wait: @Sendable (Duration) async throws -> Void
 
@@ -193,7 +194,7 @@ public actor ReplicaFollower {
 
     /// Whether an error means the copy cannot go on following (it was written to, the replica holds another
     /// database, the key no longer opens it), rather than a condition that passes (the store, a busy lock).
-    static func stopsFollowing(_ error: DatabaseError) -> Bool {
+    package static func stopsFollowing(_ error: DatabaseError) -> Bool {
         [.invalidState, .wrongKey, .notADatabase, .invalidKey, .notEncrypted, .missingKey].contains(error.kind)
     }
 
@@ -223,8 +224,11 @@ public actor ReplicaFollower {
         try await promote { Replicator(pool: pool, store: self.replica.store, configuration: replicatorConfiguration) }
     }
 
-    /// ``promote(pool:configuration:)`` for a copy another process writes next (the command-line sidecar).
-    package func promote(makeReplicator: @escaping @Sendable () -> Replicator) async throws -> Replicator {
+    /// ``promote(pool:configuration:)`` for a copy another process writes next (the command-line sidecar), or whose
+    /// writes the caller unlocks once the follower has let go of the copy (a service in follower mode):
+    /// `makeReplicator` runs after the copy is closed and before the replicator starts; when it throws, the follower
+    /// takes the copy back and nothing is promoted.
+    package func promote(makeReplicator: @escaping @Sendable () throws -> Replicator) async throws -> Replicator {
         try await serialized { try await self.promoteNow(makeReplicator: makeReplicator) }
     }
 
@@ -301,20 +305,7 @@ struct FollowerState: Codable, Sendable, Equatable {
     func write(_ path: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let bytes = Array(try encoder.encode(self))
-        let temporary = path + ".tmp-\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { throw fileSystemFailure("cannot create \(temporary)") }
-        do {
-            try bytes.withUnsafeBytes { try writeFully(descriptor, $0, at: 0, path: temporary) }
-            guard fsync(descriptor) == 0 else { throw fileSystemFailure("cannot flush \(temporary)") }
-            close(descriptor)
-            try atomicRename(from: temporary, to: path)
-        } catch {
-            close(descriptor)
-            unlink(temporary)
-            throw error
-        }
+        try writeFileAtomically(atPath: path, Array(try encoder.encode(self)))
     }
 }
 

@@ -188,6 +188,9 @@ public actor Replicator {
 
     // MARK: - Running
 
+    /// The generation this replicator writes: the current one, or the one a promotion chose until it begins.
+    package var generationName: String? { status.generation ?? promotedGenerationName }
+
     /// Opens the database (its own connection, the pin) and takes the replica's lease. ``syncNow()`` and ``run()``
     /// start it when needed (the CLI and the tests call it to see a refusal before anything else).
     ///

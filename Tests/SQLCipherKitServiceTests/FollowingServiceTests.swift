@@ -1,0 +1,263 @@
+#if Services  // trait Services (Package.swift), which turns on Replication
+import Foundation
+import Logging
+import SQLCipherKit
+import SQLCipherKitReplication
+import SQLCipherKitServices
+import SQLCipherKitTestSupport
+import ServiceLifecycle
+import ServiceLifecycleTestKit
+import Testing
+
+/// A service in follower mode serves the primary's shipped commits, refuses writes, and becomes the primary on
+/// `promote()` or on an operator's `sqlcipherkit promote`, without a restart of its process.
+@Suite("DatabaseService in follower mode")
+struct FollowingServiceTests {
+    /// A follower service on `copy` following `store`, with its own key file (a copy of the primary's) in its own
+    /// folder, so that the two services' key hand-overs never share files.
+    static func follower(
+        in directory: TemporaryDirectory, store: any ReplicaStore, logs: LogLines, copy: String? = nil
+    ) async throws -> DatabaseService {
+        let folder = directory.path("follower")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let keyFile = folder + "/db.key"
+        if !FileManager.default.fileExists(atPath: keyFile) {
+            try writeKeyFile(ReplicatedServiceTests.keyText, to: keyFile)
+        }
+        let configuration = DatabaseService.Configuration(
+            keyFileCheckInterval: .milliseconds(20), metricsName: "follower", logger: logs.logger(),
+            replication: .init(
+                store: store, syncInterval: .milliseconds(20), lagThreshold: .seconds(3600),
+                replicator: ReplicatorConfiguration(snapshotInterval: nil, retention: nil),
+                pollInterval: .milliseconds(10)))
+        return try await DatabaseService(
+            followingReplicaInto: copy ?? folder + "/notes.db", keyFile: keyFile, configuration: configuration)
+    }
+
+    /// The rows of `note` the service's pool reads.
+    static func count(_ service: DatabaseService) async throws -> Int {
+        try await service.pool.read { db in try db.scalar("SELECT count(*) FROM note", as: Int.self) ?? -1 }
+    }
+
+    /// Waits until the service's pool reads `expected` rows (a bounded poll: the bound only turns a hang into a
+    /// failure).
+    static func waitForRows(_ service: DatabaseService, _ expected: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(120)
+        while try await count(service) != expected {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the follower never read \(expected) rows (it reads \(try await count(service)))")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Whether a write through the service's pool is refused as a write to a read-only database.
+    static func writeIsRefused(_ service: DatabaseService) async -> Bool {
+        do {
+            try await service.pool.write { db in try db.execute("INSERT INTO note VALUES (100000, 'refused')") }
+            return false
+        } catch let error as DatabaseError {
+            return error.resultCode == DatabaseError.SQLITE_READONLY
+        } catch {
+            return false
+        }
+    }
+
+    @Test("a follower serves the primary's commits and refuses writes; promote() makes it the primary without a restart: it writes, replicates a generation of reason promoted, and a restore has every row")
+    func promotedByAPI() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let logs = LogLines()
+        let store = try FolderReplicaStore(root: directory.path("replica"))
+        let primary = try ReplicatedServiceTests.service(in: directory, store: store, logs: logs)
+        let primaryReplicator = try #require(primary.replicator)
+        try await ReplicatedServiceTests.insert(primary, 1...20)
+        let shipped = try await primaryReplicator.syncNow()
+
+        let follower = try await Self.follower(in: directory, store: store, logs: logs)
+        #expect(follower.isFollowing && follower.replicator == nil)
+        #expect(try await Self.count(follower) == 20)
+        #expect(await Self.writeIsRefused(follower))
+        await #expect(throws: DatabaseError.self) { try await follower.rotateIfPending() }
+
+        try await testGracefulShutdown { trigger in
+            let running = Task { try await follower.run() }
+            try await ReplicatedServiceTests.insert(primary, 21...30)
+            _ = try await primaryReplicator.syncNow()
+            try await Self.waitForRows(follower, 30)
+            let health = try await follower.checkHealth()
+            let following = try #require(health.following)
+            #expect(health.isHealthy && following.status.point?.generation == shipped.generation, "\(health)")
+            #expect(health.description.contains("following: current"), "\(health)")
+            #expect(await Self.writeIsRefused(follower))
+
+            // The primary dies (no last ship), and the follower is promoted while it keeps running.
+            try await primaryReplicator.stop()
+            primary.pool.close()
+            let point = try await follower.promote()
+            #expect(point?.generation == shipped.generation)
+            #expect(!follower.isFollowing && follower.follower == nil)
+            await #expect(throws: DatabaseError.self) { try await follower.promote() }
+            try await ReplicatedServiceTests.insert(follower, 31...40)
+            let replicator = try #require(follower.replicator)
+            let after = try await replicator.syncNow()
+            #expect(after.generation != shipped.generation)
+            let catalog = try await Replica(store: store).catalog()
+            #expect(catalog.generations.last?.reason == .promoted)
+            #expect(!FileManager.default.fileExists(atPath: follower.path + ".follower"))
+            trigger.triggerGracefulShutdown()
+            try await running.value
+        }
+        #expect(follower.pool.isClosed)
+        let restored = directory.path("restored.db")
+        _ = try await Replica(store: store).restore(
+            to: restored,
+            options: RestoreOptions(verificationKeys: [
+                VerificationKey(name: "the test key", key: try EncryptionKey(sqlcipherRawKeyText: ReplicatedServiceTests.keyText))
+            ]))
+        #expect(try ReplicatedServiceTests.rowCount(restored) == 40)
+        for line in logs.all { #expect(!line.contains("0badcafe")) }
+    }
+
+    @Test("an operator's `sqlcipherkit promote` on a running follower service's copy promotes the service: exit 0, the JSON names the new generation, and the service writes")
+    func promotedByOperator() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let logs = LogLines()
+        let store = try FolderReplicaStore(root: directory.path("replica"))
+        let primary = try ReplicatedServiceTests.service(in: directory, store: store, logs: logs)
+        let primaryReplicator = try #require(primary.replicator)
+        try await ReplicatedServiceTests.insert(primary, 1...10)
+        _ = try await primaryReplicator.syncNow()
+        let follower = try await Self.follower(in: directory, store: store, logs: logs)
+        try await primaryReplicator.stop()
+        primary.pool.close()
+
+        try await testGracefulShutdown { trigger in
+            let running = Task { try await follower.run() }
+            let path = follower.path
+            let keyFile = follower.keyFile
+            let root = store.root
+            let promoted = try await offCooperativePool {
+                try runCLI(["promote", "file://" + root, path, "--key-file", keyFile, "--json"])
+            }
+            #expect(promoted.status == 0, "\(promoted.output)")
+            let json = try #require(
+                try JSONSerialization.jsonObject(with: Data(promoted.output.utf8)) as? [String: Any],
+                "\(promoted.output)")
+            let result = try #require(json["result"] as? [String: Any], "\(promoted.output)")
+            #expect(json["ok"] as? Bool == true)
+            let generation = try #require(result["generation"] as? String)
+            #expect(!follower.isFollowing)
+            #expect(await follower.replicator?.status.generation == generation)
+            for suffix in [".promote-request", ".promote-request.taken", ".promote-answer"] {
+                #expect(!FileManager.default.fileExists(atPath: path + suffix), "\(suffix) is left")
+            }
+            try await ReplicatedServiceTests.insert(follower, 11...15)
+            #expect(try await Self.count(follower) == 15)
+            trigger.triggerGracefulShutdown()
+            try await running.value
+        }
+        // Shut down, it shipped its writes: a restore has them.
+        let restored = directory.path("restored.db")
+        _ = try await Replica(store: store).restore(to: restored)
+        #expect(try ReplicatedServiceTests.rowCount(restored) == 15)
+    }
+
+    @Test("`sqlcipherkit promote` on a copy whose follower takes no request (not a service) withdraws its request after --wait, exits 1, and changes nothing")
+    func requestNotTaken() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let logs = LogLines()
+        let store = try FolderReplicaStore(root: directory.path("replica"))
+        let primary = try ReplicatedServiceTests.service(in: directory, store: store, logs: logs)
+        let primaryReplicator = try #require(primary.replicator)
+        try await ReplicatedServiceTests.insert(primary, 1...10)
+        _ = try await primaryReplicator.syncNow()
+        // A follower service that is not running: it holds the copy, but nobody looks for requests.
+        let follower = try await Self.follower(in: directory, store: store, logs: logs)
+        let path = follower.path
+        let keyFile = follower.keyFile
+        let root = store.root
+        let refused = try await offCooperativePool {
+            try runCLI(["promote", "file://" + root, path, "--key-file", keyFile, "--wait", "0.5", "--json"])
+        }
+        #expect(refused.status == 1, "\(refused.output)")
+        // Standard error's line, then the JSON object on standard output.
+        let object = refused.output.range(of: "\n{").map { String(refused.output[$0.lowerBound...]) } ?? refused.output
+        let json = try? JSONSerialization.jsonObject(with: Data(object.utf8)) as? [String: Any]
+        #expect((json?["error"] as? [String: Any])?["kind"] as? String == "notTaken", "\(refused.output)")
+        #expect(!FileManager.default.fileExists(atPath: path + ".promote-request"))
+        #expect(follower.isFollowing && FileManager.default.fileExists(atPath: path + ".follower"))
+        let catalog = try await Replica(store: store).catalog()
+        #expect(catalog.generations.count == 1)
+        #expect(await Self.writeIsRefused(follower))
+        try await primaryReplicator.stop()
+        primary.pool.close()
+        await follower.follower?.stop()
+        follower.pool.close()
+    }
+
+    @Test("a promotion that fails (the store is down) leaves the service following with writes refused; promoted once the store is back")
+    func failedPromotion() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let logs = LogLines()
+        let switched = SwitchedStore(try FolderReplicaStore(root: directory.path("replica")))
+        let primary = try ReplicatedServiceTests.service(in: directory, store: switched, logs: logs)
+        let primaryReplicator = try #require(primary.replicator)
+        try await ReplicatedServiceTests.insert(primary, 1...10)
+        _ = try await primaryReplicator.syncNow()
+        try await primaryReplicator.stop()
+        primary.pool.close()
+        let follower = try await Self.follower(in: directory, store: switched, logs: logs)
+        switched.mode = .down
+        await #expect(throws: ReplicationError.self) { try await follower.promote() }
+        #expect(follower.isFollowing && follower.replicator == nil)
+        #expect(await Self.writeIsRefused(follower))
+        #expect(try await Self.count(follower) == 10)
+        switched.mode = .up
+        try await follower.promote()
+        try await ReplicatedServiceTests.insert(follower, 11...12)
+        #expect(try await Self.count(follower) == 12)
+        try await follower.replicator?.stop()
+        follower.pool.close()
+    }
+
+    @Test("misuse is refused: follower mode without replication, a database that is not a follower's copy (left unchanged), promote() on a primary")
+    func misuse() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let logs = LogLines()
+        let store = try FolderReplicaStore(root: directory.path("replica"))
+        let keyFile = directory.path("db.key")
+        try writeKeyFile(ReplicatedServiceTests.keyText, to: keyFile)
+        await #expect(throws: DatabaseError.self) {
+            _ = try await DatabaseService(
+                followingReplicaInto: directory.path("none.db"), keyFile: keyFile,
+                configuration: DatabaseService.Configuration(keyFileCheckInterval: nil))
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.path("none.db")))
+        let primary = try ReplicatedServiceTests.service(in: directory, store: store, logs: logs)
+        try await ReplicatedServiceTests.insert(primary, 1...3)
+        _ = try await primary.replicator?.syncNow()
+        await #expect(throws: DatabaseError.self) { try await primary.promote() }
+        try await primary.replicator?.stop()
+        primary.pool.close()
+        let before = try fileBytes(primary.path)
+        do {
+            _ = try await DatabaseService(
+                followingReplicaInto: primary.path, keyFile: keyFile,
+                configuration: DatabaseService.Configuration(
+                    keyFileCheckInterval: nil, replication: .init(store: store)))
+            Issue.record("a database that is not a follower's copy was followed")
+        } catch let error as ReplicationError {
+            #expect(error.kind == .destinationExists)
+            #expect("\(error)".contains("DatabaseService(path:keyFile:configuration:)"), "\(error)")
+        }
+        #expect(try fileBytes(primary.path) == before)
+        #expect(!FileManager.default.fileExists(atPath: primary.path + ".follower"))
+    }
+}
+#endif
