@@ -86,8 +86,9 @@ extension ReplicaFollower {
         ).write(statePath)
         let restored: (report: RestoreReport, position: WALPosition?, plan: RestorePlan, catalog: ReplicaCatalog)
         do {
+            // A generation being started is left out: its snapshot is not complete yet.
             restored = try await replica.restoreKeepingPosition(
-                to: path, at: .latest, options: RestoreOptions(verificationKeys: [key]))
+                to: path, options: RestoreOptions(verificationKeys: [key])) { try $0.planFollowingStart().plan }
         } catch {
             unlink(statePath)
             throw error
@@ -120,31 +121,55 @@ extension ReplicaFollower {
         }
         do {
             let catalog = try await replica.catalog(verifyingWith: [key])
-            let plan = try catalog.plan(for: .latest)
+            // A new generation whose first snapshot is not complete yet is pending, not damaged: the plan leaves it
+            // out, and the generation before it is applied to its end meanwhile.
+            let (plan, starting) = try catalog.planFollowingStart()
             let newest = plan.generation
             if newest.name == current.generation {
                 if plan.point.index < current.index {
-                    throw rolledBack("its newest point is \(plan.point)", current: current)
-                }
-                if plan.point.index > current.index {
-                    statusValue.pointsBehind = plan.point.index - current.index
-                    try await applySegments(of: newest, through: plan.point.index, plan: plan)
+                    // The generation being started follows an earlier point of this one than the copy holds (the
+                    // old primary shipped on after a promotion): its snapshot replaces every page once complete.
+                    if starting.isEmpty { throw rolledBack("its newest point is \(plan.point)", current: current) }
+                    statusValue.point = newest.restorePoint(at: current.index) ?? statusValue.point
+                } else {
+                    if plan.point.index > current.index {
+                        statusValue.pointsBehind = plan.point.index - current.index
+                        try await applySegments(of: newest, through: plan.point.index, plan: plan)
+                    }
+                    statusValue.point = plan.point
                 }
             } else if newest.sequence > current.sequence {
                 statusValue.pointsBehind = max(1, statusValue.pointsBehind)
                 try await follow(plan)
+                statusValue.point = plan.point
             } else {
                 throw rolledBack("its newest generation is \(newest.name)", current: current)
             }
-            statusValue.point = plan.point
-            statusValue.lastCaughtUp = configuration.now()
             statusValue.pointsBehind = 0
             statusValue.lastError = nil
-            metrics.staleness.record(0)
             metrics.pointsBehind.record(0)
+            if let pending = starting.last {
+                // Not current: the primary's writes since go into the generation being started. The copy holds
+                // everything that can be restored, with no error, and the next look follows the new generation.
+                metrics.staleness.record(statusValue.staleness(at: configuration.now()).seconds)
+                if statusValue.startingGeneration != pending.name {
+                    logger.info(
+                        "a new generation is being started; the follower waits for its first snapshot",
+                        metadata: [
+                            "generation": "\(pending.name)",
+                            "point": "\(statusValue.point.map { "\($0)" } ?? "none")",
+                        ])
+                }
+                statusValue.startingGeneration = pending.name
+            } else {
+                statusValue.lastCaughtUp = configuration.now()
+                statusValue.startingGeneration = nil
+                metrics.staleness.record(0)
+            }
             return statusValue
         } catch {
             statusValue.lastError = "\(error)"
+            statusValue.startingGeneration = nil
             metrics.failures.increment()
             let staleness = statusValue.staleness(at: configuration.now())
             metrics.staleness.record(staleness.seconds)

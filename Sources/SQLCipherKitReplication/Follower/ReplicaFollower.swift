@@ -73,12 +73,18 @@ public actor ReplicaFollower {
         /// The restore point the copy holds: the primary's state at its last shipped commit applied.
         public var point: RestorePoint?
         /// When the store was last read completely and everything it held was applied (by this host's clock): the
-        /// copy was current then. `nil` before the first such look.
+        /// copy was current then. `nil` before the first such look. Not moved while a new generation is being
+        /// started (the primary's writes since are in it, not restorable yet): the copy's staleness grows until its
+        /// first snapshot is complete and the follower follows it.
         public var lastCaughtUp: Date?
         /// Restore points the store holds past ``point`` that are not applied (after a failure).
         package var pointsBehind: Int
         /// The last failure's message, until a look at the store succeeds again.
         public var lastError: String?
+        /// The newest generation, when the last look at the store found the primary still starting it (its first
+        /// `snapshot.json` not in the store yet): not an error; the copy holds the end of the generation before it
+        /// meanwhile. `nil` after a look that failed.
+        package var startingGeneration: String?
         /// Whether the follower was promoted (it follows no more).
         public var isPromoted: Bool
 
@@ -87,6 +93,7 @@ public actor ReplicaFollower {
             lastCaughtUp = nil
             pointsBehind = 0
             lastError = nil
+            startingGeneration = nil
             isPromoted = false
         }
 

@@ -73,12 +73,20 @@ public struct Replica: Sendable {
     func restoreKeepingPosition(
         to path: String, at target: RestoreTarget, options: RestoreOptions
     ) async throws -> (report: RestoreReport, position: WALPosition?, plan: RestorePlan, catalog: ReplicaCatalog) {
+        try await restoreKeepingPosition(to: path, options: options) { try $0.plan(for: target) }
+    }
+
+    /// ``restoreKeepingPosition(to:at:options:)`` of the plan `choose` makes from the catalog (a follower's
+    /// ``ReplicaCatalog/planFollowingStart()``).
+    func restoreKeepingPosition(
+        to path: String, options: RestoreOptions, choosing choose: (ReplicaCatalog) throws -> RestorePlan
+    ) async throws -> (report: RestoreReport, position: WALPosition?, plan: RestorePlan, catalog: ReplicaCatalog) {
         var status = stat()
         if !options.replacesExisting && lstat(path, &status) == 0 {
             throw ReplicationError(.destinationExists, "\(path) exists; nothing was written", remedy: .replaceOnPurpose)
         }
         let catalog = try await catalog(verifyingWith: options.verificationKeys)
-        let plan = try catalog.plan(for: target)
+        let plan = try choose(catalog)
         let replacement = try AtomicReplacement(
             destination: path, policy: options.replacesExisting ? .replaceExisting : .createNew, operation: "restore")
         do {

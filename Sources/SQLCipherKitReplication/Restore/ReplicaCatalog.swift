@@ -109,6 +109,7 @@ public struct ReplicaCatalog: Sendable {
             let recorded = link.index == 0 ? before.chainValue(at: 0) : before.segment(at: link.index)?.name.mac
                 ?? before.chainValue(at: link.index)
             if let recorded, recorded != link.chain {
+                generations[position].hasBrokenLink = true
                 generations[position].problems.append(
                     "it says it follows \(link.generation)/\(link.index), but that point carries another MAC: the two"
                         + " generations do not belong to one history")
@@ -242,6 +243,57 @@ public struct ReplicaCatalog: Sendable {
         return top
     }
 
+    // MARK: - A generation being started
+
+    /// The generations at the top of the replica that a replicator is still starting, oldest first: each
+    /// ``ReplicaGeneration/mayBeStarting`` (its `generation.json` reads and verifies, no `snapshot.json` of it is
+    /// listed, nothing of it is provably damaged) and alone with its sequence number. Empty when the newest
+    /// generation has a complete snapshot, or is damaged: a generation without a complete snapshot below one that
+    /// has one is not being started (its replicator gave up on it), and stays a problem of the catalog.
+    package var startingGenerations: [ReplicaGeneration] {
+        var count = 0
+        for generation in generations.reversed() {
+            guard generation.mayBeStarting,
+                  generations.count(where: { $0.sequence == generation.sequence }) == 1
+            else { break }
+            count += 1
+        }
+        return Array(generations.suffix(count))
+    }
+
+    /// `.latest` as a follower reads it: the plan of ``plan(for:)`` for `.latest`, unless the newest generations are
+    /// still being started (``startingGenerations``); then the last point of the newest generation below them, or
+    /// the point of it the first of them follows when that is earlier (what its old primary shipped after the new
+    /// one began is not part of the replica's history).
+    ///
+    /// - Returns: The plan, and the generations being started that it leaves out (empty when it is `.latest`'s).
+    /// - Throws: What ``plan(for:)`` throws for `.latest` on the generations below the starting ones; `notFound`
+    ///   when every generation is still being started (nothing can be restored yet); `plan(for: .latest)`'s own
+    ///   error when a starting generation belongs to another replica than the one below it.
+    func planFollowingStart() throws -> (plan: RestorePlan, starting: [ReplicaGeneration]) {
+        let starting = startingGenerations
+        guard let first = starting.first else { return (try plan(for: .latest), []) }
+        let settled = ReplicaCatalog(
+            generations: Array(generations.dropLast(starting.count)), unknownKeys: unknownKeys, isEmpty: isEmpty,
+            format1Generations: format1Generations, keyNames: keyNames)
+        guard !settled.generations.isEmpty else {
+            throw ReplicationError(
+                .notFound,
+                "the replica's first generation \(first.name) is still being started (its first snapshot is not"
+                    + " complete yet): nothing can be restored before it is", remedy: .checkReplicaURL)
+        }
+        var plan = try settled.plan(for: .latest)
+        // Objects copied in from another replica are not a generation being started: .latest says why.
+        if starting.contains(where: { $0.replicaIdentity != plan.generation.replicaIdentity }) {
+            return (try self.plan(for: .latest), [])
+        }
+        if let link = first.manifest?.previous, link.generation == plan.generation.name,
+           link.index < plan.point.index {
+            plan = try plan.generation.plan(to: link.index, catalog: settled)
+        }
+        return (plan, starting)
+    }
+
     private func requireNotEmpty() throws {
         if isEmpty {
             throw ReplicationError(.notFound, "the replica is empty", remedy: .checkReplicaURL)
@@ -323,6 +375,29 @@ public struct ReplicaGeneration: Sendable {
     let unusableSegments: [Int: (reason: String, kind: ReplicationError.Kind)]
     /// Snapshot indexes whose parts exist but whose manifest does not, or does not read.
     package let incompleteSnapshotIndexes: [Int]
+    /// Whether any `snapshot.json` of it is listed (read or not).
+    let listsSnapshotManifest: Bool
+    /// Whether it names a point of the generation before it that carries another MAC than its link records.
+    var hasBrokenLink = false
+
+    /// Whether it may be a generation its replicator is still starting rather than a damaged one: its
+    /// `generation.json` reads (and verifies, with keys), no `snapshot.json` of it is listed yet, and nothing of it
+    /// is provably damaged (no segment that does not verify or claims an index twice, none missing between index 1
+    /// and its last, a link to the generation before that checks out).
+    ///
+    /// A replicator writes a generation in this order: `generation.json`; then, when its checkpoint copied the
+    /// whole log, the snapshot's parts (index 0) and its `snapshot.json`, and only after that segments; otherwise
+    /// (another connection's reader held older frames) the log from its first frame in segments from index 1, then
+    /// the parts of the snapshot at the index whose segment reached the pinned frame, then its `snapshot.json`.
+    /// Objects appear whole (a store's put is atomic), so until the first `snapshot.json` is listed the
+    /// generation is incomplete, and that alone proves no damage: a reader that looks at that moment sees exactly
+    /// this. Whether it is being written or was abandoned (its replicator stopped) shows once a later generation
+    /// exists: ``ReplicaCatalog/startingGenerations`` counts only generations above the newest complete one.
+    var mayBeStarting: Bool {
+        manifest != nil && authenticity != .failed && !listsSnapshotManifest && snapshots.isEmpty
+            && unusableSegments.isEmpty && missingSegmentIndexes.isEmpty && (segments.first?.index ?? 1) == 1
+            && !hasBrokenLink
+    }
 
     /// When it started, by the writing host's clock (informative); `nil` without a readable manifest.
     package var createdAt: Date? { manifest.map { Date(milliseconds: $0.createdAtMilliseconds) } }
@@ -527,7 +602,8 @@ public struct ReplicaGeneration: Sendable {
         return ReplicaGeneration(
             name: name, sequence: sequence, snapshots: snapshots, segments: segments, problems: problems,
             authenticity: authenticity, restorePointRanges: merged(ranges), manifest: manifest, chain: chain,
-            manifestMAC: manifestMAC, unusableSegments: unusable, incompleteSnapshotIndexes: incomplete.sorted())
+            manifestMAC: manifestMAC, unusableSegments: unusable, incompleteSnapshotIndexes: incomplete.sorted(),
+            listsSnapshotManifest: !listed.snapshotManifests.isEmpty)
     }
 
     private static func merged(_ ranges: [ClosedRange<Int>]) -> [ClosedRange<Int>] {
@@ -577,10 +653,12 @@ public struct ReplicaGeneration: Sendable {
                     "no such restore point: generation \(name) has no snapshot at or before index \(index) (its"
                         + " earliest is at index \(oldest.index); retention removes older ones)")
             }
+            let found = problems.isEmpty ? "" : " (" + problems.joined(separator: "; ") + ")"
             throw ReplicationError(
                 .damaged,
-                "generation \(name) (sequence \(sequence)) has no complete snapshot: its first snapshot never completed"
-                    + " (the replicator stopped while starting the generation) or was removed; restore stopped",
+                "generation \(name) (sequence \(sequence)) has no complete snapshot\(found): its first snapshot never"
+                    + " completed (the replicator stopped while starting the generation), was damaged or was removed;"
+                    + " restore stopped",
                 remedy: .nameRestorePoint(lastGood: catalog.lastGoodPoint(before: self)))
         }
         // The newest snapshot whose segments up to the point all check out.
