@@ -75,9 +75,7 @@ struct PromoteCommand: OperatorCommand {
         logger.logLevel = .notice
         let follower = ReplicaFollower(
             replica: Replica(store: store), path: destination,
-            key: VerificationKey(
-                name: self.key.files.first.map { "the key file \($0)" } ?? "the given key", key: key,
-                settings: settings),
+            key: try self.key.verificationKey(key, cipher: cipher),
             configuration: ReplicaFollower.Configuration(logger: logger))
         guard FileManager.default.fileExists(atPath: follower.statePath) else {
             throw CommandFailure(

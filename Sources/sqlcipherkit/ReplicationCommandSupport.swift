@@ -160,4 +160,14 @@ extension Date {
         self = date
     }
 }
+extension KeyOptions {
+    /// `key`, read, as the key a replica is verified with, named the way every replication command's reports name
+    /// it: the key file given, or "the given key" (an environment variable, standard input).
+    func verificationKey(_ key: EncryptionKey, cipher: CipherOptions) throws -> VerificationKey {
+        VerificationKey(
+            name: files.first.map { "the key file \(KeyMaterialRedaction.shown($0, as: "key file path"))" }
+                ?? "the given key",
+            key: key, settings: try cipher.settings(for: key))
+    }
+}
 #endif

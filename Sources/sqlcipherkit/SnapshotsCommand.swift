@@ -47,9 +47,7 @@ struct SnapshotsCommand: OperatorCommand {
 
     func run() throws {
         let keys: [VerificationKey] = try key.loadOptionalKey().map { verificationKey in
-            [VerificationKey(
-                name: key.files.first.map { "the key file \($0)" } ?? "the given key", key: verificationKey,
-                settings: try cipher.settings(for: verificationKey))]
+            [try key.verificationKey(verificationKey, cipher: cipher)]
         } ?? []
         let replica = Replica(store: try replicaOptions.store(self.replica))
         let url = self.replica
