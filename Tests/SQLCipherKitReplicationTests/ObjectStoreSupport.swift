@@ -82,18 +82,82 @@ enum ObjectStore {
             configuration: configuration)
     }
 
-    /// A store of its own (its own folder and ports), for a test that stops and starts it while the shared one
-    /// serves the other tests.
-    struct Instance {
+    /// A store of its own (its own folder, and five free ports `.ci/object-store` chooses), for a test that stops and
+    /// starts it while the shared one serves the other tests. Made only by ``withInstance(folder:_:)``, which stops it
+    /// on every way out; a guard process stops it when the test process dies without getting there (killed).
+    final class Instance: Sendable {
         let folder: String
-        let port: Int
-
-        /// The endpoint `.ci/object-store` serves for this instance.
-        var endpoint: String { "http://127.0.0.1:\(port)" }
+        /// The endpoint `.ci/object-store` serves for this instance (its port chosen free at the first start).
+        let endpoint: String
+        /// `.ci/object-store guard`: stops the store when its standard input ends.
+        private let guardProcess: Process
+        /// The other end of the guard's standard input (a socket pair), open only in this process (close-on-exec: no
+        /// child inherits it, so the kernel closes it when this process ends, however it ends).
+        private let guardInput: FileHandle
 
         private var variables: [String] {
-            ["SQLCIPHERKIT_OBJECT_STORE_DIR=\(folder)", "SQLCIPHERKIT_OBJECT_STORE_PORT=\(port)"]
+            ["SQLCIPHERKIT_OBJECT_STORE_DIR=\(folder)", "SQLCIPHERKIT_OBJECT_STORE_PORT=auto"]
         }
+
+        private init(folder: String) throws {
+            self.folder = folder
+            // A socket pair made close-on-exec in the same call (a pipe made first and marked after could reach a
+            // child another test spawns in between, and the guard would wait for that child too).
+            var ends: [Int32] = [-1, -1]
+            guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+                throw ReplicationError(.storeError, "socketpair: " + String(cString: strerror(errno)))
+            }
+            let guardOutput = FileHandle(fileDescriptor: ends[0], closeOnDealloc: true)
+            guardInput = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
+            guardProcess = Process()
+            guardProcess.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            // In a session of its own (setsid): a signal to the test's process group does not end it; -w: this
+            // process's wait for it ends when the guard does.
+            guardProcess.arguments = [
+                "SQLCIPHERKIT_OBJECT_STORE_DIR=\(folder)", "SQLCIPHERKIT_OBJECT_STORE_PORT=auto",
+                "setsid", "-w", "bash", repositoryRoot + "/.ci/object-store", "guard",
+            ]
+            guardProcess.standardInput = guardOutput
+            guardProcess.standardOutput = FileHandle.nullDevice
+            guardProcess.standardError = FileHandle.nullDevice
+            try guardProcess.run()
+            try guardOutput.close()
+            // The ports are chosen (and written into the folder) by the first command; `env` names the endpoint.
+            let printed = try ObjectStore.run([
+                "SQLCIPHERKIT_OBJECT_STORE_DIR=\(folder)", "SQLCIPHERKIT_OBJECT_STORE_PORT=auto",
+                "bash", repositoryRoot + "/.ci/object-store", "env",
+            ])
+            let line = printed.output.split(separator: "\n").first { $0.hasPrefix("export SQLCIPHERKIT_S3_ENDPOINT=") }
+            guard printed.status == 0, let line else {
+                try? guardInput.close()
+                guardProcess.waitUntilExit()
+                throw ReplicationError(.storeError, "the object store named no endpoint: \(printed.output)")
+            }
+            endpoint = String(line.dropFirst("export SQLCIPHERKIT_S3_ENDPOINT=".count))
+        }
+
+        /// A store of its own in `folder`, started. The caller stops it for good with ``shutDown()`` in a `defer`
+        /// right after; if the process dies first, the guard stops it.
+        static func started(folder: String) throws -> Instance {
+            let instance = try Instance(folder: folder)
+            do {
+                try instance.start()
+            } catch {
+                instance.shutDown()
+                throw error
+            }
+            return instance
+        }
+
+        /// Stops the store for good: closes the guard's pipe, and waits for the guard, which stops every process of
+        /// the store (idempotent).
+        func shutDown() {
+            try? guardInput.close()
+            guardProcess.waitUntilExit()
+        }
+
+        /// Whether the guard is still waiting (the store has not been stopped for good).
+        var isGuarded: Bool { guardProcess.isRunning }
 
         /// Starts it and waits until it answers (`.ci/object-store start`).
         func start() throws {
@@ -109,6 +173,11 @@ enum ObjectStore {
             guard result.status == 0 else {
                 throw ReplicationError(.storeError, "the object store did not stop: \(result.output)")
             }
+        }
+
+        /// Whether it answers (`.ci/object-store status`).
+        func isUp() throws -> Bool {
+            try ObjectStore.run(variables + ["bash", repositoryRoot + "/.ci/object-store", "status"]).status == 0
         }
 
         /// A new bucket in it (created with boto3).

@@ -6,13 +6,12 @@ import SQLCipherKitTestSupport
 import Synchronization
 import Testing
 
-/// The store itself goes away: a real object store of the test's own (its own folder and ports, so the shared one
-/// keeps serving the other tests) is stopped for 30 seconds while a writer keeps writing and the replicator runs,
-/// then started again.
+/// The store itself goes away: a real object store of the test's own (its own folder and free ports, so the shared
+/// one keeps serving the other tests, and two runs on one machine do not meet) is stopped for 30 seconds while a
+/// writer keeps writing and the replicator runs, then started again. It is stopped for good on every way out of the
+/// test, and by its guard process when the test process is killed.
 @Suite("An outage of a real object store", .enabled(if: ObjectStore.isInstalled, ObjectStore.notInstalled))
 struct S3OutageTests {
-    /// The endpoint port of the test's own store (the four ports after it are its servers' and memcached's).
-    static let port = 18090
     /// Turns a hang into a failure. Long: under load a task may wait minutes for a cooperative thread, and only the
     /// events waited for (failed syncs, acknowledged writes, a caught-up replicator) decide the outcome.
     static let hangLimit: Duration = .seconds(600)
@@ -21,9 +20,8 @@ struct S3OutageTests {
     func storeStoppedAndStarted() async throws {
         let scratch = try TemporaryDirectory()
         defer { scratch.remove() }
-        let instance = ObjectStore.Instance(folder: scratch.path("store"), port: Self.port)
-        try instance.start()
-        defer { try? instance.stop() }
+        let instance = try ObjectStore.Instance.started(folder: scratch.path("store"))
+        defer { instance.shutDown() }
         let bucket = try instance.makeBucket()
         let fixture = try ReplicationFixture(
             configure: { configuration in

@@ -15,7 +15,11 @@ extension Replicator {
         var committedAtStart: WALPosition?
         var hasLookedAtLog = false
         while let current = generation {
-            let segmentLimit = configuration.segmentByteCount
+            // A segment whose upload failed is looked for again exactly as it was named: the walk stops at the
+            // first commit at or past the limit (frame bytes after the start), which is its last.
+            let unconfirmed = current.unconfirmed
+            let segmentLimit = unconfirmed.map { $0.run.end.endOffset - $0.run.start.endOffset }
+                ?? configuration.segmentByteCount
             let findsEnd = !hasLookedAtLog
             hasLookedAtLog = true
             let (decision, found, end) = try await onQueue {
@@ -41,21 +45,56 @@ extension Replicator {
                 await breakContinuity(reason, detail)
                 try await startGeneration()
                 continue
-            case (.from(_, let includesHeader), let run?):
-                let segment = segmentName(current, startsLog: includesHeader, sha256: run.sha256)
-                try await store.put(
-                    ReplicaLayout.segmentKey(segment), file: walPath, offset: run.offset, length: run.length,
-                    progress: nil)
+            case (.from(_, let includesHeader), let run?)
+                where unconfirmed.map({ $0.isSame(run, startsLog: includesHeader) }) ?? true:
+                // After a failed upload the same segment is stored again under the same name: the store may hold it
+                // already (the connection failed after the store had written it), and a second object of the index
+                // under another name would make that index unusable for every restore (two claim it).
+                let segment = unconfirmed?.name ?? segmentName(current, startsLog: includesHeader, sha256: run.sha256)
+                do {
+                    try await store.put(
+                        ReplicaLayout.segmentKey(segment), file: walPath, offset: run.offset, length: run.length,
+                        progress: nil)
+                } catch {
+                    if generation?.name == current.name {
+                        generation?.unconfirmed = UnconfirmedSegment(name: segment, run: run)
+                    }
+                    throw error
+                }
+                generation?.unconfirmed = nil
                 recordShipped(segment, byteCount: run.length, end: run.end)
                 if let committedAtStart, run.end.isSameLog(as: committedAtStart),
                    run.end.frame >= committedAtStart.frame {
                     caughtUpAt = scanStartedAt
                     return
                 }
+            case (.from, _) where unconfirmed != nil, (.nothingYet, _) where unconfirmed != nil:
+                // The log no longer holds the frames of the segment whose upload failed (never while the pin
+                // holds): the store may hold them under that index or not, so nothing more can be named after it.
+                hasLookedAtLog = false
+                await breakContinuity(
+                    .notContinuous,
+                    "the upload of segment \(current.name)/\(current.nextIndex) failed and the write-ahead log no"
+                        + " longer holds its frames")
+                try await startGeneration()
+                continue
             default:
                 caughtUpAt = scanStartedAt
                 return
             }
+        }
+    }
+
+    /// A log segment whose upload failed: whether the store holds it is unknown (a connection reset after the store
+    /// wrote it looks like one before), so it is uploaded again under the same name before anything after it.
+    struct UnconfirmedSegment: Sendable {
+        let name: ReplicaLayout.SegmentName
+        let run: WALShipping.CommittedRun
+
+        /// Whether `run` is the same frames (the same bytes of the same log).
+        func isSame(_ run: WALShipping.CommittedRun, startsLog: Bool) -> Bool {
+            run.start == self.run.start && run.end == self.run.end && run.offset == self.run.offset
+                && run.length == self.run.length && run.sha256 == self.run.sha256 && startsLog == name.startsLog
         }
     }
 

@@ -66,6 +66,9 @@ public actor Replicator {
         var pendingSnapshot: PendingSnapshot?
         /// The index at which that snapshot became usable (and the chain's value there), once shipping reached it.
         var pendingSnapshotIndex: (index: Int, chain: String)?
+        /// The segment at ``nextIndex`` whose upload failed (the store may hold it): stored again, under the same
+        /// name, before anything else of the generation.
+        var unconfirmed: UnconfirmedSegment?
 
         /// Where the next generation links to: the last point of this one.
         var link: GenerationLink {
@@ -386,7 +389,9 @@ public actor Replicator {
         await database.close()
         self.database = nil
         authentication = nil
-        if let generation { previousLink = captured.isEmpty ? generation.link : nil }
+        // Captured or unconfirmed segments may or may not be in the store: the next generation links to what the
+        // store's catalog then shows.
+        if let generation { previousLink = captured.isEmpty && generation.unconfirmed == nil ? generation.link : nil }
         generation = nil
         captured.removeAll()
         if case .abandoned = outcome { await lease.abandon() } else { await lease.release() }
@@ -501,8 +506,9 @@ public actor Replicator {
             logger.warning("replication continuity broken; a new generation starts", metadata: [
                 "generation": "\(generation.name)", "reason": "\(reason)", "detail": "\(detail)",
             ])
-            // Segments captured but not stored are not part of it: no link then.
-            previousLink = captured.isEmpty ? generation.link : nil
+            // Segments captured but not stored, or one whose upload failed, may or may not be part of it: no link
+            // then (the next generation follows what the store's catalog shows).
+            previousLink = captured.isEmpty && generation.unconfirmed == nil ? generation.link : nil
         }
         generation = nil
         // The status names no generation until the next one starts (it is set again only by a successful sync).
