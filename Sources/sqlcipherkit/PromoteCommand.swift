@@ -12,8 +12,8 @@ struct PromoteCommand: OperatorCommand {
         commandName: "promote",
         abstract: "Make a follower's copy the primary: fence the old primary, catch up, and replicate the copy.",
         discussion: CipherOptions.withFoldedNote("""
-            For when the primary is gone: DEST must be a follower's copy. When a service in follower mode \
-            (DatabaseService(followingReplicaInto:…)) has it, promote asks that service to promote itself (a \
+            For when the primary is gone: DEST must be a follower's copy. When a running service follows it (an \
+            application's database service in follower mode), promote asks that service to promote itself (a \
             request file beside DEST, which it looks for at each poll), waits for its answer (--wait for it to take \
             the request), and exits 0 once the service is the primary, or 1 with its reason. When no process has \
             the copy (stop a `restore --follow` process first), promote takes the replica's lease whoever holds it, so an old primary that \

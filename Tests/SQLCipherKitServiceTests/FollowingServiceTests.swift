@@ -199,6 +199,68 @@ struct FollowingServiceTests {
         follower.pool.close()
     }
 
+    /// Runs `sqlcipherkit promote` on a copy a plain follower holds (it takes no request), and lets `answer` play
+    /// the following process once the request is there.
+    static func promoteAnsweredBy(
+        _ answer: @escaping @Sendable (TakenPromotionRequest) throws -> Void
+    ) async throws -> (status: Int32, output: String) {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let logs = LogLines()
+        let store = try FolderReplicaStore(root: directory.path("replica"))
+        let primary = try ReplicatedServiceTests.service(in: directory, store: store, logs: logs)
+        try await ReplicatedServiceTests.insert(primary, 1...3)
+        _ = try await primary.replicator?.syncNow()
+        let keyFile = directory.path("db.key")
+        let follower = ReplicaFollower(
+            replica: Replica(store: store), path: directory.path("copy.db"),
+            key: VerificationKey(name: "the test key", key: try EncryptionKey(contentsOf: keyFile)))
+        try await follower.start()
+        let path = follower.path
+        let root = store.root
+        let command = Task {
+            try await offCooperativePool { try runCLI(["promote", "file://" + root, path, "--key-file", keyFile, "--json"]) }
+        }
+        let deadline = ContinuousClock.now + .seconds(120)
+        var taken: TakenPromotionRequest?
+        while taken == nil && ContinuousClock.now < deadline {
+            taken = try PromotionRequest.take(for: path)
+            if taken == nil { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        try answer(try #require(taken, "the command placed no request"))
+        taken = nil  // its lock goes, as with a process that ended
+        let result = try await command.value
+        #expect(!FileManager.default.fileExists(atPath: path + ".promote-request"))
+        #expect(!FileManager.default.fileExists(atPath: path + ".promote-answer"))
+        await follower.stop()
+        try await primary.replicator?.stop()
+        primary.pool.close()
+        return result
+    }
+
+    /// The `error.kind` of a command's JSON output (standard error's line comes first).
+    static func errorKind(_ output: String) -> String? {
+        let object = output.range(of: "\n{").map { String(output[$0.lowerBound...]) } ?? output
+        let json = try? JSONSerialization.jsonObject(with: Data(object.utf8)) as? [String: Any]
+        return (json?["error"] as? [String: Any])?["kind"] as? String
+    }
+
+    @Test("`sqlcipherkit promote` reports the following process's refusal (exit 1, promotionFailed) and a process that took the request and died without answering (exit 1, noAnswer), never a success")
+    func promotionAnswers() async throws {
+        let refused = try await Self.promoteAnsweredBy { taken in
+            try taken.answer(PromotionAnswer(
+                request: taken.request.id, promoted: false, promotedFrom: nil, generation: nil,
+                error: "the store is down"))
+        }
+        #expect(refused.status == 1, "\(refused.output)")
+        #expect(Self.errorKind(refused.output) == "promotionFailed", "\(refused.output)")
+        #expect(refused.output.contains("the store is down"), "\(refused.output)")
+        // Taken, then its process is gone: the lock goes with the descriptor, no answer is written.
+        let abandoned = try await Self.promoteAnsweredBy { _ in }
+        #expect(abandoned.status == 1, "\(abandoned.output)")
+        #expect(Self.errorKind(abandoned.output) == "noAnswer", "\(abandoned.output)")
+    }
+
     @Test("a promotion that fails (the store is down) leaves the service following with writes refused; promoted once the store is back")
     func failedPromotion() async throws {
         let directory = try TemporaryDirectory()
