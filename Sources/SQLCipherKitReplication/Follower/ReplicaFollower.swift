@@ -39,7 +39,7 @@ public actor ReplicaFollower {
     /// How a follower polls and reports.
     public struct Configuration: Sendable {
         /// How long it waits between two looks at the store.
-        public var pollInterval: Duration
+        package var pollInterval: Duration
         /// Where it reports (never key material).
         package var logger: Logger
         /// The `database` dimension of its metrics.
@@ -172,7 +172,7 @@ public actor ReplicaFollower {
         try await serialized { try await self.catchUpNow() }
     }
 
-    /// Looks at the store every ``Configuration/pollInterval`` and applies what is new, until cancelled.
+    /// Looks at the store every poll interval (the configuration's) and applies what is new, until cancelled.
     ///
     /// A failure of the store (an outage) or of an object (damage) is recorded in ``status`` and logged, and the
     /// follower looks again at the next interval: the copy serves its last state meanwhile, and ``Status/staleness(at:)``

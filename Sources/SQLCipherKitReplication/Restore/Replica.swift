@@ -45,13 +45,13 @@ public struct Replica: Sendable {
     /// names a generation or point restores something older on purpose. Generations are ordered by their sequence
     /// numbers, never by a host's clock.
     ///
-    /// With `options.verificationKeys`, every object's MAC is checked first (a forged, replayed, cut or foreign
+    /// With verification keys in `options`, every object's MAC is checked first (a forged, replayed, cut or foreign
     /// object stops the restore as ``ReplicationError/Kind/notAuthentic``). Every object is checked against its
     /// SHA-256 as it is downloaded, and every frame against the log's own salts and running checksum; the first
     /// object that fails stops the restore, and the error names it and the last restore point before it. The file
     /// is written under a temporary name beside `path` (mode 0600), flushed, opened and checked with the keys when
-    /// there are any, and only then linked into place: an existing file is never overwritten unless
-    /// `options.replacesExisting` (then renamed over, atomically).
+    /// there are any, and only then linked into place: an existing file is never overwritten unless `options`
+    /// replace it (`replacesExisting: true`; then renamed over, atomically).
     ///
     /// What no check can find: someone who can delete objects from the store can remove its newest ones, and what
     /// is left is an older replica that verifies. ``RestoreReport/newestPoint`` says how recent the replica is.

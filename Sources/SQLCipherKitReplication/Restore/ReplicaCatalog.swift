@@ -329,7 +329,7 @@ struct PartObject: Sendable, Hashable {
 }
 
 /// Whether a generation's objects were checked against their MACs, and with which key.
-public enum Authenticity: Sendable, Hashable {
+package enum Authenticity: Sendable, Hashable {
     /// No key was given: checksums and structure only.
     case notChecked
     /// The manifest verifies with the key of this name.
@@ -353,7 +353,7 @@ public struct ReplicaGeneration: Sendable {
     /// verify, a segment after the point the next generation follows.
     public internal(set) var problems: [String]
     /// Whether its MACs were checked, and how that went.
-    public let authenticity: Authenticity
+    package let authenticity: Authenticity
     /// The restore points it can restore, as index ranges: from each usable snapshot to the end of the unbroken run
     /// of usable segments after it.
     public let restorePointRanges: [ClosedRange<Int>]

@@ -3,16 +3,20 @@ import Foundation
 
 /// How long a replica keeps its snapshots, and with them the log segments and generations only they need.
 ///
-/// A snapshot goes when it is older than ``maximumAge`` (by the time it was taken) or when ``maximumSnapshotCount``
+/// A snapshot goes when it is older than `maximumAge` (by the time it was taken) or when `maximumSnapshotCount`
 /// newer ones exist (newer: of a later generation, by sequence number, or later in its generation); the newest
 /// snapshot always stays. The restore points before the oldest snapshot kept go with it.
 public struct ReplicaRetention: Sendable, Hashable {
     /// Snapshots older than this are removed; `nil` keeps them whatever their age.
-    public var maximumAge: Duration?
+    package var maximumAge: Duration?
     /// At most this many snapshots are kept (the newest); `nil` for no limit.
-    public var maximumSnapshotCount: Int?
+    package var maximumSnapshotCount: Int?
 
     /// Creates a policy (by default: a week of snapshots).
+    ///
+    /// - Parameters:
+    ///   - maximumAge: Snapshots older than this are removed; `nil` keeps them whatever their age.
+    ///   - maximumSnapshotCount: At most this many snapshots are kept (the newest); `nil` for no limit.
     public init(maximumAge: Duration? = .seconds(7 * 24 * 3600), maximumSnapshotCount: Int? = nil) {
         self.maximumAge = maximumAge
         self.maximumSnapshotCount = maximumSnapshotCount

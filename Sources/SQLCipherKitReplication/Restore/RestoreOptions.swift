@@ -20,14 +20,20 @@ public enum RestoreTarget: Sendable, Hashable {
 /// (never the key itself).
 public struct VerificationKey: Sendable {
     /// How reports name it (`--key-file notes.key`, `the old key`).
-    public var name: String
+    package var name: String
     /// The key.
-    public var key: EncryptionKey
+    package var key: EncryptionKey
     /// The cipher settings it opens the database with. For a database with a plaintext header the replica's salt
     /// is used when these carry none.
-    public var settings: CipherSettings
+    package var settings: CipherSettings
 
     /// Creates a key to verify with.
+    ///
+    /// - Parameters:
+    ///   - name: How reports and errors name it (`notes.key`, `the old key`); never the key itself.
+    ///   - key: The key.
+    ///   - settings: The cipher settings it opens the database with. For a database with a plaintext header the
+    ///     replica's salt is used when these carry none.
     public init(name: String, key: EncryptionKey, settings: CipherSettings = .engineDefault) {
         self.name = name
         self.key = key
@@ -39,20 +45,25 @@ public struct VerificationKey: Sendable {
 public struct RestoreOptions: Sendable {
     /// Replace the destination when it exists (through the library's atomic replacement: the old file stays whole
     /// until the new one is complete, flushed and verified). Off by default: an existing file is never touched.
-    public var replacesExisting: Bool
+    package var replacesExisting: Bool
     /// Keys to authenticate the replica's objects with, and to open the restored file with before it is put in
     /// place: the first that opens it must pass `quick_check` (and `cipher_integrity_check` on SQLCipher 4.2+).
     /// Empty: no key is needed, none is used, and the restore checks integrity only.
-    public var verificationKeys: [VerificationKey]
+    package var verificationKeys: [VerificationKey]
     /// Called as bytes are downloaded and checked (from the restoring task, so it must not block): a progress bar's
     /// figures. `nil` by default.
-    public var progress: (@Sendable (RestoreProgress) -> Void)?
+    package var progress: (@Sendable (RestoreProgress) -> Void)?
 
     /// Creates options.
     ///
     /// - Parameters:
-    ///   - replacesExisting: Replace the destination when it exists (atomically); off: an existing file is an error.
-    ///   - verificationKeys: Keys to authenticate the replica and open the result with; none: integrity only.
+    ///   - replacesExisting: Replace the destination when it exists (through the library's atomic replacement:
+    ///     the old file stays whole until the new one is complete, flushed and verified); off: an existing file
+    ///     is an error and is never touched.
+    ///   - verificationKeys: Keys to authenticate the replica's objects with, and to open the restored file with
+    ///     before it is put in place: the first that opens it must pass `quick_check` (and
+    ///     `cipher_integrity_check` on SQLCipher 4.2+). None: no key is needed, none is used, and the restore
+    ///     checks integrity only.
     public init(replacesExisting: Bool = false, verificationKeys: [VerificationKey] = []) {
         self.replacesExisting = replacesExisting
         self.verificationKeys = verificationKeys
@@ -68,11 +79,11 @@ public struct RestoreOptions: Sendable {
 }
 
 /// How far a restore is, as ``RestoreOptions/progress`` reports it.
-public struct RestoreProgress: Sendable, Hashable {
+package struct RestoreProgress: Sendable, Hashable {
     /// Bytes of snapshot parts and log segments downloaded and checked so far.
-    public let completedByteCount: Int64
+    package let completedByteCount: Int64
     /// Their total.
-    public let totalByteCount: Int64
+    package let totalByteCount: Int64
 }
 
 /// What a restore wrote.
@@ -88,7 +99,7 @@ public struct RestoreReport: Sendable {
     /// The log segments applied on top of it.
     package let segmentCount: Int
     /// The name of the key that opened it, when keys were given.
-    public let verifiedWith: String?
+    package let verifiedWith: String?
     /// Its checks with that key.
     package let integrity: IntegrityReport?
     /// The newest point the replica holds (what ``RestoreTarget/latest`` restores), with its time: how recent the
@@ -98,6 +109,6 @@ public struct RestoreReport: Sendable {
     public let newestPoint: RestorePoint?
     /// The name of the key every restored object was authenticated with; `nil` when no key was given (integrity
     /// checked only).
-    public let authenticatedWith: String?
+    package let authenticatedWith: String?
 }
 #endif
