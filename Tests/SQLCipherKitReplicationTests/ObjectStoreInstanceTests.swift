@@ -11,21 +11,23 @@ struct ObjectStoreInstanceTests {
     func sideBySide() async throws {
         let scratch = try TemporaryDirectory()
         defer { scratch.remove() }
-        let first = try ObjectStore.Instance.started(folder: scratch.path("first"))
+        let first = try await ObjectStore.Instance.started(folder: scratch.path("first"))
         defer { first.shutDown() }
-        let second = try ObjectStore.Instance.started(folder: scratch.path("second"))
+        let second = try await ObjectStore.Instance.started(folder: scratch.path("second"))
         defer { second.shutDown() }
         #expect(first.endpoint != second.endpoint)
-        #expect(try first.isUp() && second.isUp())
+        let firstUp = try await first.isUp()
+        let secondUp = try await second.isUp()
+        #expect(firstUp && secondUp)
         let ports = try String(contentsOfFile: scratch.path("first/ports"), encoding: .utf8)
             .split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         #expect(ports.count == 5 && Set(ports).count == 5)
         #expect(first.endpoint == "http://127.0.0.1:\(ports[0])")
 
-        first.shutDown()
+        await offCooperativePool { first.shutDown() }
         #expect(!first.isGuarded)
-        #expect(try !first.isUp())
-        #expect(try second.isUp())
+        #expect(try await !first.isUp())
+        #expect(try await second.isUp())
         // No server of it is left: each pid file went with its process.
         #expect(try folderEntries(scratch.path("first/run")).isEmpty)
     }

@@ -83,8 +83,13 @@ enum ObjectStore {
     }
 
     /// A store of its own (its own folder, and five free ports `.ci/object-store` chooses), for a test that stops and
-    /// starts it while the shared one serves the other tests. Made only by ``withInstance(folder:_:)``, which stops it
-    /// on every way out; a guard process stops it when the test process dies without getting there (killed).
+    /// starts it while the shared one serves the other tests. Made by ``started(folder:)``, stopped for good with
+    /// ``shutDown()`` in a `defer` right after; a guard process stops it when the test process dies without getting
+    /// there (killed).
+    ///
+    /// From async tests, the async overloads: they run the script on a thread of their own. Starting a store under
+    /// load takes tens of seconds, and a cooperative thread blocked that long (there are two on this machine) starves
+    /// every other suite's tasks, whose waits then end in failures that are not theirs.
     final class Instance: Sendable {
         let folder: String
         /// The endpoint `.ci/object-store` serves for this instance (its port chosen free at the first start).
@@ -154,6 +159,31 @@ enum ObjectStore {
         func shutDown() {
             try? guardInput.close()
             guardProcess.waitUntilExit()
+        }
+
+        /// ``started(folder:)`` off the cooperative pool.
+        static func started(folder: String) async throws -> Instance {
+            try await offCooperativePool { try started(folder: folder) }
+        }
+
+        /// ``start()`` off the cooperative pool.
+        func start() async throws {
+            try await offCooperativePool { try self.start() }
+        }
+
+        /// ``stop()`` off the cooperative pool.
+        func stop() async throws {
+            try await offCooperativePool { try self.stop() }
+        }
+
+        /// ``isUp()`` off the cooperative pool.
+        func isUp() async throws -> Bool {
+            try await offCooperativePool { try self.isUp() }
+        }
+
+        /// ``makeBucket()`` off the cooperative pool.
+        func makeBucket() async throws -> String {
+            try await offCooperativePool { try self.makeBucket() }
         }
 
         /// Whether the guard is still waiting (the store has not been stopped for good).

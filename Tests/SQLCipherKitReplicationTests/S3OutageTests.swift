@@ -20,9 +20,9 @@ struct S3OutageTests {
     func storeStoppedAndStarted() async throws {
         let scratch = try TemporaryDirectory()
         defer { scratch.remove() }
-        let instance = try ObjectStore.Instance.started(folder: scratch.path("store"))
+        let instance = try await ObjectStore.Instance.started(folder: scratch.path("store"))
         defer { instance.shutDown() }
-        let bucket = try instance.makeBucket()
+        let bucket = try await instance.makeBucket()
         let fixture = try ReplicationFixture(
             configure: { configuration in
                 configuration.syncInterval = .milliseconds(200)
@@ -55,7 +55,7 @@ struct S3OutageTests {
             let generation = beforeOutage.generation
 
             // The outage: the store's processes are stopped.
-            try instance.stop()
+            try await instance.stop()
             let outageStart = ContinuousClock.now
             let writtenBeforeOutage = acknowledged.load(ordering: .acquiring)
             // The replicator sees it (syncs fail, explicitly counted) ...
@@ -70,7 +70,7 @@ struct S3OutageTests {
             #expect(await replicator.status.lastError != nil)
 
             // The store comes back: replication catches up without being told (run() retries with its back-off).
-            try instance.start()
+            try await instance.start()
             _ = await suspendingWait(within: Self.hangLimit) {
                 let status = await replicator.status
                 return status.consecutiveFailureCount == 0 && status.lastError == nil
