@@ -139,9 +139,7 @@ struct FollowingServiceTests {
             let path = follower.path
             let keyFile = follower.keyFile
             let root = store.root
-            let promoted = try await offCooperativePool {
-                try runCLI(["promote", "file://" + root, path, "--key-file", keyFile, "--json"])
-            }
+            let promoted = try await runCLI(["promote", "file://" + root, path, "--key-file", keyFile, "--json"])
             #expect(promoted.status == 0, "\(promoted.output)")
             let json = try #require(
                 try JSONSerialization.jsonObject(with: Data(promoted.output.utf8)) as? [String: Any],
@@ -180,9 +178,9 @@ struct FollowingServiceTests {
         let path = follower.path
         let keyFile = follower.keyFile
         let root = store.root
-        let refused = try await offCooperativePool {
-            try runCLI(["promote", "file://" + root, path, "--key-file", keyFile, "--wait", "0.5", "--json"])
-        }
+        let refused = try await runCLI([
+            "promote", "file://" + root, path, "--key-file", keyFile, "--wait", "0.5", "--json",
+        ])
         #expect(refused.status == 1, "\(refused.output)")
         // Standard error's line, then the JSON object on standard output.
         let object = refused.output.range(of: "\n{").map { String(refused.output[$0.lowerBound...]) } ?? refused.output
@@ -219,7 +217,7 @@ struct FollowingServiceTests {
         let path = follower.path
         let root = store.root
         let command = Task {
-            try await offCooperativePool { try runCLI(["promote", "file://" + root, path, "--key-file", keyFile, "--json"]) }
+            try await runCLI(["promote", "file://" + root, path, "--key-file", keyFile, "--json"])
         }
         let deadline = ContinuousClock.now + .seconds(120)
         var taken: TakenPromotionRequest?

@@ -86,7 +86,7 @@ struct LiveKeyRotationTests {
         }
 
         try writeKeyFile(Setup.keyTexts[2], to: rotation.pendingKeyFile)
-        #expect(await awaitSignal(rotated), "the running watch rotated the pending key in")
+        #expect(await awaitSignal(rotated), "the running watch rotated the pending key in; its log: \(log.text)")
         #expect(Setup.text(keyFile) == Setup.keyTexts[2] + "\n")
         #expect(Setup.keysOpening(path) == [2])
 

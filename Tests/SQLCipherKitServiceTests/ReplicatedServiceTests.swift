@@ -119,8 +119,13 @@ func first<T: Sendable>(
     }
 }
 
-/// Runs the `sqlcipherkit` binary built beside the tests.
-func runCLI(_ arguments: [String]) throws -> (status: Int32, output: String) {
+/// Runs the `sqlcipherkit` binary built beside the tests, on a thread of its own: a command under load may take tens of
+/// seconds, and a cooperative thread blocked that long starves the other suites' tasks.
+func runCLI(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+    try await offCooperativePool { try runCLIBlocking(arguments) }
+}
+
+private func runCLIBlocking(_ arguments: [String]) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         .appendingPathComponent("sqlcipherkit")
@@ -209,7 +214,7 @@ struct ReplicatedServiceTests {
         // The old generation with the new key: refused, saying which generation and to use the key it had then.
         let newKeyFile = service.keyFile
         let refused = directory.path("refused.db")
-        let wrong = try runCLI([
+        let wrong = try await runCLI([
             "restore", "file://" + store.root, refused, "--generation", oldGeneration, "--key-file", newKeyFile,
         ])
         #expect(wrong.status == 3, "\(wrong.output)")
@@ -220,7 +225,7 @@ struct ReplicatedServiceTests {
         #expect(!FileManager.default.fileExists(atPath: refused))
         // With the old key: restored, verified, and the output names the key that opened it.
         let oldRestored = directory.path("old.db")
-        let right = try runCLI([
+        let right = try await runCLI([
             "restore", "file://" + store.root, oldRestored, "--generation", oldGeneration, "--key-file", oldKeyFile,
         ])
         #expect(right.status == 0, "\(right.output)")
@@ -228,7 +233,7 @@ struct ReplicatedServiceTests {
         #expect(try Self.rowCount(oldRestored) == 20)
         // The new generation opens with the new key and has every row.
         let newRestored = directory.path("new.db")
-        let latest = try runCLI(["restore", "file://" + store.root, newRestored, "--key-file", newKeyFile])
+        let latest = try await runCLI(["restore", "file://" + store.root, newRestored, "--key-file", newKeyFile])
         #expect(latest.status == 0, "\(latest.output)")
         #expect(latest.output.contains("verified with the key file \(newKeyFile)"), "\(latest.output)")
         #expect(try Self.rowCount(newRestored, keyText: Self.newKeyText) == 30)
