@@ -124,7 +124,7 @@ struct PromoteCommand: OperatorCommand {
                 throw error
             }
         }
-        guard let summary else { return try askFollowingProcess() }
+        guard let summary else { return try askFollowingProcess(key: key, settings: settings) }
         Output.setJSONResult(summary)
         if !Output.isJSON {
             Output.result(
@@ -138,7 +138,13 @@ struct PromoteCommand: OperatorCommand {
 extension PromoteCommand {
     /// Asks the process that follows the copy (a service in follower mode) to promote it, and waits for its answer:
     /// `--wait` for the request to be taken, then until the answer comes or the process stops without one.
-    func askFollowingProcess() throws {
+    func askFollowingProcess(key: EncryptionKey, settings: CipherSettings) throws {
+        // The key given must open the copy, as when this command promotes it itself (exit 3 otherwise): an operator
+        // with the wrong key file is told so rather than promoting a service whose key they do not hold.
+        let copy = try Connection(
+            path: destination, encryption: .key(key, settings: settings), options: OpenOptions(mode: .readOnly))
+        defer { copy.close() }
+        _ = try copy.scalar("SELECT count(*) FROM sqlite_master", as: Int.self)
         let request = PromotionRequest()
         try request.place(for: destination)
         if !Output.isJSON {

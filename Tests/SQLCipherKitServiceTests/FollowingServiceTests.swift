@@ -181,6 +181,12 @@ struct FollowingServiceTests {
         let refused = try await runCLI([
             "promote", "file://" + root, path, "--key-file", keyFile, "--wait", "0.5", "--json",
         ])
+        // A key file that does not open the copy: exit 3 before any request, as when promote does the promotion.
+        let wrongKeyFile = directory.path("wrong.key")
+        try writeKeyFile(ReplicatedServiceTests.newKeyText, to: wrongKeyFile)
+        let wrongKey = try await runCLI(["promote", "file://" + root, path, "--key-file", wrongKeyFile, "--json"])
+        #expect(wrongKey.status == 3, "\(wrongKey.output)")
+        #expect(!FileManager.default.fileExists(atPath: path + ".promote-request"))
         #expect(refused.status == 1, "\(refused.output)")
         // Standard error's line, then the JSON object on standard output.
         let object = refused.output.range(of: "\n{").map { String(refused.output[$0.lowerBound...]) } ?? refused.output
