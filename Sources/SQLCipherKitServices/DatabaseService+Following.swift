@@ -113,7 +113,11 @@ extension DatabaseService {
     }
 
     private func promote(_ follower: ReplicaFollower) async throws -> RestorePoint? {
-        let options = configuration.replication!
+        guard let options = configuration.replication else {
+            // Not reachable: a follower service cannot be made without it.
+            role.withLock { $0 = .following(follower) }
+            throw DatabaseError(.invalidState, "\(path) follows without Configuration.replication")
+        }
         let replicatorConfiguration = options.replicatorConfiguration(for: configuration)
         let pool = pool
         let refusesWrites = refusesWrites
@@ -121,7 +125,7 @@ extension DatabaseService {
         do {
             replicator = try await follower.promote {
                 // The follower has let go of the copy: connections opened from now on (the replicator's) accept
-                // writes. The writer's own is switched below, once the replicator has begun its generation.
+                // writes. The pool writer's own connection is switched below, once the replicator has started.
                 refusesWrites.withLock { $0 = false }
                 return Replicator(pool: pool, store: options.store, configuration: replicatorConfiguration)
             }
@@ -200,6 +204,7 @@ extension DatabaseService {
     /// One look at the store per poll interval, and at the request file before it.
     private func poll() async {
         guard let options = configuration.replication else { return }
+        var stoppedBecause: String?
         while !Task.isCancelled {
             guard let follower else { return }
             if let request = takePromotionRequest() {
@@ -208,15 +213,19 @@ extension DatabaseService {
             }
             do {
                 try await follower.catchUp()
+                stoppedBecause = nil
             } catch _ where !isFollowing {
                 return  // promoted meanwhile
             } catch let error as DatabaseError where ReplicaFollower.stopsFollowing(error) {
                 // The copy cannot go on following (another connection wrote to it, the replica holds another
                 // database): it keeps serving its last state, the health check shows it stale, and the operator
                 // decides (promote it, or restore it again).
-                logger.error(
-                    "the follower cannot go on; the copy serves its last state",
-                    metadata: ["path": "\(path)", "error": "\(error)"])
+                if stoppedBecause != "\(error)" {  // once per cause, not at every poll
+                    stoppedBecause = "\(error)"
+                    logger.error(
+                        "the follower cannot go on; the copy serves its last state",
+                        metadata: ["path": "\(path)", "error": "\(error)"])
+                }
             } catch {
                 // Recorded in the follower's status; looked at again at the next poll.
             }
