@@ -34,6 +34,16 @@ struct FollowingServiceTests {
             followingReplicaInto: copy ?? folder + "/notes.db", keyFile: keyFile, configuration: configuration)
     }
 
+    /// A primary service in `directory` replicating to `store`, with rows 1...`rows` written and shipped.
+    static func shippingPrimary(
+        in directory: TemporaryDirectory, store: any ReplicaStore, logs: LogLines, rows: Int
+    ) async throws -> (service: DatabaseService, replicator: Replicator, shipped: ReplicationStatus) {
+        let primary = try ReplicatedServiceTests.service(in: directory, store: store, logs: logs)
+        let replicator = try #require(primary.replicator)
+        try await ReplicatedServiceTests.insert(primary, 1...rows)
+        return (primary, replicator, try await replicator.syncNow())
+    }
+
     /// The rows of `note` the service's pool reads.
     static func count(_ service: DatabaseService) async throws -> Int {
         try await service.pool.read { db in try db.scalar("SELECT count(*) FROM note", as: Int.self) ?? -1 }
@@ -70,10 +80,8 @@ struct FollowingServiceTests {
         defer { directory.remove() }
         let logs = LogLines()
         let store = try FolderReplicaStore(root: directory.path("replica"))
-        let primary = try ReplicatedServiceTests.service(in: directory, store: store, logs: logs)
-        let primaryReplicator = try #require(primary.replicator)
-        try await ReplicatedServiceTests.insert(primary, 1...20)
-        let shipped = try await primaryReplicator.syncNow()
+        let (primary, primaryReplicator, shipped) = try await Self.shippingPrimary(
+            in: directory, store: store, logs: logs, rows: 20)
 
         let follower = try await Self.follower(in: directory, store: store, logs: logs)
         #expect(follower.isFollowing && follower.replicator == nil)
@@ -126,10 +134,8 @@ struct FollowingServiceTests {
         defer { directory.remove() }
         let logs = LogLines()
         let store = try FolderReplicaStore(root: directory.path("replica"))
-        let primary = try ReplicatedServiceTests.service(in: directory, store: store, logs: logs)
-        let primaryReplicator = try #require(primary.replicator)
-        try await ReplicatedServiceTests.insert(primary, 1...10)
-        _ = try await primaryReplicator.syncNow()
+        let (primary, primaryReplicator, _) = try await Self.shippingPrimary(
+            in: directory, store: store, logs: logs, rows: 10)
         let follower = try await Self.follower(in: directory, store: store, logs: logs)
         try await primaryReplicator.stop()
         primary.pool.close()
@@ -169,10 +175,8 @@ struct FollowingServiceTests {
         defer { directory.remove() }
         let logs = LogLines()
         let store = try FolderReplicaStore(root: directory.path("replica"))
-        let primary = try ReplicatedServiceTests.service(in: directory, store: store, logs: logs)
-        let primaryReplicator = try #require(primary.replicator)
-        try await ReplicatedServiceTests.insert(primary, 1...10)
-        _ = try await primaryReplicator.syncNow()
+        let (primary, primaryReplicator, _) = try await Self.shippingPrimary(
+            in: directory, store: store, logs: logs, rows: 10)
         // A follower service that is not running: it holds the copy, but nobody looks for requests.
         let follower = try await Self.follower(in: directory, store: store, logs: logs)
         let path = follower.path
@@ -212,9 +216,8 @@ struct FollowingServiceTests {
         defer { directory.remove() }
         let logs = LogLines()
         let store = try FolderReplicaStore(root: directory.path("replica"))
-        let primary = try ReplicatedServiceTests.service(in: directory, store: store, logs: logs)
-        try await ReplicatedServiceTests.insert(primary, 1...3)
-        _ = try await primary.replicator?.syncNow()
+        let (primary, primaryReplicator, _) = try await Self.shippingPrimary(
+            in: directory, store: store, logs: logs, rows: 3)
         let keyFile = directory.path("db.key")
         let follower = ReplicaFollower(
             replica: Replica(store: store), path: directory.path("copy.db"),
@@ -237,7 +240,7 @@ struct FollowingServiceTests {
         #expect(!FileManager.default.fileExists(atPath: path + ".promote-request"))
         #expect(!FileManager.default.fileExists(atPath: path + ".promote-answer"))
         await follower.stop()
-        try await primary.replicator?.stop()
+        try await primaryReplicator.stop()
         primary.pool.close()
         return result
     }
@@ -271,10 +274,8 @@ struct FollowingServiceTests {
         defer { directory.remove() }
         let logs = LogLines()
         let switched = SwitchedStore(try FolderReplicaStore(root: directory.path("replica")))
-        let primary = try ReplicatedServiceTests.service(in: directory, store: switched, logs: logs)
-        let primaryReplicator = try #require(primary.replicator)
-        try await ReplicatedServiceTests.insert(primary, 1...10)
-        _ = try await primaryReplicator.syncNow()
+        let (primary, primaryReplicator, _) = try await Self.shippingPrimary(
+            in: directory, store: switched, logs: logs, rows: 10)
         try await primaryReplicator.stop()
         primary.pool.close()
         let follower = try await Self.follower(in: directory, store: switched, logs: logs)
@@ -305,11 +306,10 @@ struct FollowingServiceTests {
                 configuration: DatabaseService.Configuration(keyFileCheckInterval: nil))
         }
         #expect(!FileManager.default.fileExists(atPath: directory.path("none.db")))
-        let primary = try ReplicatedServiceTests.service(in: directory, store: store, logs: logs)
-        try await ReplicatedServiceTests.insert(primary, 1...3)
-        _ = try await primary.replicator?.syncNow()
+        let (primary, primaryReplicator, _) = try await Self.shippingPrimary(
+            in: directory, store: store, logs: logs, rows: 3)
         await #expect(throws: DatabaseError.self) { try await primary.promote() }
-        try await primary.replicator?.stop()
+        try await primaryReplicator.stop()
         primary.pool.close()
         let before = try fileBytes(primary.path)
         do {

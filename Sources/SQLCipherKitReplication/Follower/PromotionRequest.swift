@@ -45,7 +45,7 @@ package struct PromotionRequest: Codable, Sendable, Equatable {
     package func place(for copy: String) throws {
         let path = Self.requestPath(for: copy)
         let temporary = path + ".tmp-\(id)"
-        try writeFileAtomically(atPath: temporary, try Self.encode(self))
+        try SideFile.write(self, to: temporary)
         defer { unlink(temporary) }
         // link(2) never replaces: a request already there stays, and this one is refused.
         guard link(temporary, path) == 0 else {
@@ -140,23 +140,10 @@ package struct PromotionRequest: Codable, Sendable, Equatable {
         return answer
     }
 
-    static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return Array(try encoder.encode(value))
-    }
-
     static func decode<T: Decodable>(_ type: T.Type, at path: String) throws -> T? {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            if access(path, F_OK) == 0 { throw fileSystemFailure("cannot read \(path)") }
-            return nil
-        }
-        do {
-            return try JSONDecoder().decode(T.self, from: data)
-        } catch {
-            let what = T.self == PromotionRequest.self ? "request" : "answer"
-            throw DatabaseError(.damaged, "\(path) is not a promotion \(what) (\(error)); it was left as it is")
-        }
+        try SideFile.read(
+            T.self, at: path, expected: T.self == PromotionRequest.self ? "a promotion request" : "a promotion answer",
+            left: "it was left as it is")
     }
 }
 
@@ -182,7 +169,7 @@ package final class TakenPromotionRequest: @unchecked Sendable {
             close(descriptor)
             descriptor = -1
         }
-        try writeFileAtomically(atPath: PromotionRequest.answerPath(for: copy), try PromotionRequest.encode(answer))
+        try SideFile.write(answer, to: PromotionRequest.answerPath(for: copy))
         unlink(PromotionRequest.takenPath(for: copy))
         try syncToDisk(atPath: parentFolder(of: copy))
     }

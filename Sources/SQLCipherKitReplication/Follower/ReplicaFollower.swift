@@ -297,22 +297,12 @@ struct FollowerState: Codable, Sendable, Equatable {
     var replicaIdentity: String?
 
     static func read(_ path: String) throws -> FollowerState? {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            if access(path, F_OK) == 0 { throw fileSystemFailure("cannot read \(path)") }
-            return nil
-        }
-        do {
-            return try JSONDecoder().decode(FollowerState.self, from: data)
-        } catch {
-            throw DatabaseError(.damaged, "\(path) is not a follower's state file (\(error)); nothing was changed")
-        }
+        try SideFile.read(FollowerState.self, at: path, expected: "a follower's state file", left: "nothing was changed")
     }
 
     /// Writes the state under a temporary name, flushes it, renames it into place and flushes the folder.
     func write(_ path: String) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try writeFileAtomically(atPath: path, Array(try encoder.encode(self)))
+        try SideFile.write(self, to: path)
     }
 }
 
