@@ -268,6 +268,41 @@ struct FollowingServiceTests {
         #expect(Self.errorKind(abandoned.output) == "noAnswer", "\(abandoned.output)")
     }
 
+    @Test("a promotion request that is not one (garbage in the request file) is refused as damaged and left for the operator; the service goes on following, writes refused")
+    func damagedRequest() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let logs = LogLines()
+        let store = try FolderReplicaStore(root: directory.path("replica"))
+        let (primary, primaryReplicator, _) = try await Self.shippingPrimary(
+            in: directory, store: store, logs: logs, rows: 4)
+        let follower = try await Self.follower(in: directory, store: store, logs: logs)
+        let garbage = Array("not a request\u{0}\u{ff}".utf8)
+        try await testGracefulShutdown { trigger in
+            let running = Task { try await follower.run() }
+            try Data(garbage).write(to: URL(fileURLWithPath: PromotionRequest.requestPath(for: follower.path)))
+            // The service takes it at a poll (a bounded wait for the rename: 120 s only turns a hang into a failure).
+            let taken = follower.path + ".promote-request.taken"
+            let deadline = ContinuousClock.now + .seconds(120)
+            while !FileManager.default.fileExists(atPath: taken), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            // Left as it was for the operator, nothing answered, nothing promoted; the service goes on following.
+            #expect(try fileBytes(taken) == garbage)
+            #expect(!FileManager.default.fileExists(atPath: PromotionRequest.answerPath(for: follower.path)))
+            #expect(follower.isFollowing)
+            #expect(await Self.writeIsRefused(follower))
+            try await ReplicatedServiceTests.insert(primary, 5...9)
+            _ = try await primaryReplicator.syncNow()
+            try await Self.waitForRows(follower, 9)
+            #expect(logs.all.contains { $0.contains("a promotion request cannot be read") && $0.contains("damaged") })
+            trigger.triggerGracefulShutdown()
+            try await running.value
+        }
+        try await primaryReplicator.stop()
+        primary.pool.close()
+    }
+
     @Test("a promotion that fails (the store is down) leaves the service following with writes refused; promoted once the store is back")
     func failedPromotion() async throws {
         let directory = try TemporaryDirectory()
