@@ -8,9 +8,9 @@ import Darwin
 /// A pool's free readers, each in a slot of its own that any thread takes or fills with one atomic operation.
 ///
 /// Why: every pool read took the coordinator's mutex twice, to take a reader and to give it back. With two or more
-/// threads reading, they met in that mutex (a plain pthread mutex sleeps at once when it is held): on SQLCipher 4.19,
-/// 4 threads of `pool.read` made 0.085 `futex` calls per read where 4 raw threads made 0.017, and the mutex and its
-/// bookkeeping were about 400 instructions of the library's 1,170 per read (Docs/Performance.md, "Speed II").
+/// threads reading, they met in that mutex (a plain pthread mutex sleeps at once when it is held), and sleeping in it
+/// and its bookkeeping were a large part of what a pool read costs beyond the engine's own read (the figures are in
+/// Docs/Performance.md, "Speed II").
 /// A free reader now waits in a slot; a read takes one with an atomic exchange and gives it back with a
 /// compare-and-swap, starting at the slot its thread used last time (a hash of the thread), so a thread that reads
 /// again and again finds the connection whose statement and page caches it warmed.

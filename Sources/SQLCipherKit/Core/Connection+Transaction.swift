@@ -59,15 +59,9 @@ extension Connection {
         }
         // The body may not replace the handle (a reopen inside it is refused): `handle` is the same throughout.
         let engineRollbacks = handle.engineRollbackCount
-        let outerClosure = beginLentClosure(.transactionBody)
-        handle.openTransactionScopeCount += 1
         let result: T
         do {
-            defer {
-                endLentClosure(outerClosure)
-                handle.openTransactionScopeCount -= 1
-            }
-            result = try body()
+            result = try runBody(as: .transactionBody, body)
         } catch {
             if handle.hasPendingMisuse, let misuse = handle.takePendingMisuse() {
                 rollbackIfActive()
@@ -145,15 +139,9 @@ extension Connection {
             throw error
         }
         let engineRollbacks = handle.engineRollbackCount
-        let outerClosure = beginLentClosure(.savepointBody)
-        handle.openTransactionScopeCount += 1
         let result: T
         do {
-            defer {
-                endLentClosure(outerClosure)
-                handle.openTransactionScopeCount -= 1
-            }
-            result = try body()
+            result = try runBody(as: .savepointBody, body)
             if handle.hasPendingMisuse, let misuse = handle.takePendingMisuse() { throw misuse }
         } catch {
             if let misuse = handle.takePendingMisuse() {
@@ -195,6 +183,19 @@ extension Connection {
             throw error
         }
         return result
+    }
+
+    /// Runs a transaction's or a savepoint's body as a closure the connection is lent to (a close or reopen inside it
+    /// is refused), counted as an open transaction scope while it runs.
+    @inline(__always)
+    private func runBody<T>(as use: LentConnectionUse, _ body: () throws -> T) rethrows -> T {
+        let outerClosure = beginLentClosure(use)
+        handle.openTransactionScopeCount += 1
+        defer {
+            endLentClosure(outerClosure)
+            handle.openTransactionScopeCount -= 1
+        }
+        return try body()
     }
 
     /// Whether `error` is SQLite's answer to ROLLBACK TO or RELEASE of a savepoint that is not open.

@@ -413,13 +413,7 @@ public actor Replicator {
     /// What a killed process leaves: the replicator's connections closed (its pin gone), nothing shipped, nothing
     /// remembered, its lease left in the store. Tests use it to see what a replicator started afterwards finds.
     func closeAsIfKilled() async {
-        guard let database else { return }
-        await database.close()
-        self.database = nil
-        authentication = nil
-        generation = nil
-        captured.removeAll()
-        await lease.abandon()
+        await closeWithoutShipping()
     }
 
     private func finalShip() async throws {
