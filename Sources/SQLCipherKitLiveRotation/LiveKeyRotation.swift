@@ -369,49 +369,74 @@ public final class LiveKeyRotation: Sendable {
         }
         guard isMine else { return false }
         defer { state.withLock { $0.isChecking = false } }
+        // Most checks find nothing to do: what the files say is read here, with a few `stat` calls, and only work
+        // leaves the task, on a thread of its own (a hand-over queued behind the process's other dispatch work
+        // would wait for all of it).
+        let work = keyWork(attemptsHandOver: attemptsHandOver)
+        guard work.hasAny else { return false }
         #if Replication
-        if let replicator = replicator.withLock({ $0 }), hasKeyWork(attemptsHandOver: attemptsHandOver) {
+        if let replicator = replicator.withLock({ $0 }), work.hasKeyChange {
             // A rekey refuses while the replicator's connection is open, and a key another replica rotated in must
             // reach that connection too: replication pauses (shipping what it can first) and starts again on the
             // key that then opens the database. A rotated database starts a new generation.
             return try await replicator.withReplicationPaused(for: "a key change (live rotation)") { [self] in
-                try await offCooperativePool { [self] in try checkKeys(attemptsHandOver: attemptsHandOver) }
+                try await offCooperativePool(onThreadOfItsOwn: "sqlcipherkit-key-rotation") { [self] in
+                    try checkKeys(keyWork(attemptsHandOver: attemptsHandOver))
+                }
             }
         }
         #endif
-        return try await offCooperativePool { [self] in try checkKeys(attemptsHandOver: attemptsHandOver) }
+        return try await offCooperativePool(onThreadOfItsOwn: "sqlcipherkit-key-rotation") { [self] in
+            try checkKeys(keyWork(attemptsHandOver: attemptsHandOver))
+        }
     }
 
-    /// Whether a check has anything to do with the key files (a recorded hand-over, a changed key file, a pending
-    /// key).
-    private func hasKeyWork(attemptsHandOver: Bool) -> Bool {
-        let knownIdentity = state.withLock { $0.keyFileIdentity }
-        return FileManager.default.fileExists(atPath: handOver.rotatingKeyFile)
-            || EncryptionKey.KeyFileIdentity(path: handOver.keyFile) != knownIdentity
-            || (attemptsHandOver && handOver.hasPendingKey)
+    /// What a check finds to do, from the key files' names and identities and the rotation's own state.
+    private struct KeyWork {
+        /// A `.rotating` record of a hand-over that did not finish.
+        var hasRecord: Bool
+        /// The key file is not the one the pool's key was read from.
+        var keyFileChanged: Bool
+        /// A pending key to hand over (when this check attempts one).
+        var hasPending: Bool
+        /// The key file stopped opening the database and the key in use is nowhere on disk yet.
+        var isKeyOnlyInMemory: Bool
+        /// A WAL truncate left after a rotation.
+        var isTruncatePending: Bool
+
+        /// Work that changes which key opens the database (replication pauses for it).
+        var hasKeyChange: Bool { hasRecord || keyFileChanged || hasPending }
+        var hasAny: Bool { hasKeyChange || isKeyOnlyInMemory || isTruncatePending }
     }
 
-    private func checkKeys(attemptsHandOver: Bool) throws -> Bool {
-        let (knownIdentity, isTruncatePending) = state.withLock { ($0.keyFileIdentity, $0.isWALTruncatePending) }
-        if isTruncatePending { retryWALTruncate() }
-        let hasRecord = FileManager.default.fileExists(atPath: handOver.rotatingKeyFile)
-        let keyFileChanged = EncryptionKey.KeyFileIdentity(path: handOver.keyFile) != knownIdentity
-        let hasPending = attemptsHandOver && handOver.hasPendingKey
-        let isKeyOnlyInMemory = state.withLock { $0.keyFileIncident.map { $0.copy == nil } ?? false }
-        guard hasRecord || keyFileChanged || hasPending || isKeyOnlyInMemory else { return false }
+    private func keyWork(attemptsHandOver: Bool) -> KeyWork {
+        let (knownIdentity, isTruncatePending, isKeyOnlyInMemory) = state.withLock {
+            ($0.keyFileIdentity, $0.isWALTruncatePending, $0.keyFileIncident.map { $0.copy == nil } ?? false)
+        }
+        return KeyWork(
+            hasRecord: FileManager.default.fileExists(atPath: handOver.rotatingKeyFile),
+            keyFileChanged: EncryptionKey.KeyFileIdentity(path: handOver.keyFile) != knownIdentity,
+            hasPending: attemptsHandOver && handOver.hasPendingKey,
+            isKeyOnlyInMemory: isKeyOnlyInMemory,
+            isTruncatePending: isTruncatePending)
+    }
+
+    private func checkKeys(_ work: KeyWork) throws -> Bool {
+        if work.isTruncatePending { retryWALTruncate() }
+        guard work.hasKeyChange || work.isKeyOnlyInMemory else { return false }
         guard let turn = try handOver.takeTurn() else {
             // Another replica is handing a key over: its recorded key may already be the one that opens the file.
             adoptWithoutTurn()
             return false
         }
         defer { turn.release() }
-        if hasRecord { try settleRecordedHandOver() }
-        if keyFileChanged {
+        if work.hasRecord { try settleRecordedHandOver() }
+        if work.keyFileChanged {
             try adoptChangedKeyFile()
-        } else if isKeyOnlyInMemory {
+        } else if work.isKeyOnlyInMemory {
             writeKeyInUseBack(because: "the key file does not open the database")
         }
-        guard hasPending else { return false }
+        guard work.hasPending else { return false }
         return try handOverPendingKey()
     }
 

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 
 /// Runs blocking work (a close that waits for work in flight, a rekey, an open that derives a key, file I/O that may
 /// stall) on a dispatch queue, so that no thread of Swift's cooperative pool is blocked: on a 2-core machine the pool
@@ -23,6 +24,23 @@ package func offCooperativePool<T: Sendable>(
 ) async -> T {
     await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
         queue.async { continuation.resume(returning: body()) }
+    }
+}
+
+/// ``offCooperativePool(on:_:)`` on a thread started for this call alone, for rare work that must not wait behind
+/// whatever else the process has queued on dispatch's global queues.
+///
+/// Why: the global queues run as many CPU-bound items at once as there are CPUs, in the order they came. A process
+/// that has queued many long items (key derivations, backups, verifications of other databases) makes a short item
+/// queued after them wait for all of them; a key hand-over that waits there looks, from outside, like a watch that
+/// stopped. A thread per call costs a thread start (tens of microseconds), so this is for work that runs seldom.
+package func offCooperativePool<T: Sendable>(
+    onThreadOfItsOwn name: String, _ body: @escaping @Sendable () throws -> T
+) async throws -> T {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        thread.name = name
+        thread.start()
     }
 }
 
