@@ -17,7 +17,7 @@ struct BucketAttacker: Sendable {
     let scratch: String
 
     /// Every key under the replica's root.
-    func keys() throws -> [String] {
+    func keys() async throws -> [String] {
         switch place {
         case .folder(let root):
             let enumerator = FileManager.default.enumerator(atPath: root)
@@ -31,27 +31,27 @@ struct BucketAttacker: Sendable {
             }
             return keys.sorted()
         case .bucket(let name, let prefix):
-            let result = try ObjectStore.check(["list", name, prefix + "/"])
+            let result = try await ObjectStore.check(["list", name, prefix + "/"])
             try #require(result.status == 0, "list: \(result.output)")
             let json = result.output.split(separator: "\n").first { $0.hasPrefix("[") } ?? "[]"
             return try JSONDecoder().decode([String].self, from: Data(json.utf8)).sorted()
         }
     }
 
-    func read(_ key: String) throws -> [UInt8] {
+    func read(_ key: String) async throws -> [UInt8] {
         switch place {
         case .folder(let root):
             return try fileBytes(root + "/" + key)
         case .bucket(let name, let prefix):
             let file = scratch + "/" + UUID().uuidString
             defer { try? FileManager.default.removeItem(atPath: file) }
-            let result = try ObjectStore.check(["get", name, prefix + "/" + key, file])
+            let result = try await ObjectStore.check(["get", name, prefix + "/" + key, file])
             try #require(result.status == 0, "get: \(result.output)")
             return try fileBytes(file)
         }
     }
 
-    func write(_ key: String, _ bytes: [UInt8]) throws {
+    func write(_ key: String, _ bytes: [UInt8]) async throws {
         switch place {
         case .folder(let root):
             let path = root + "/" + key
@@ -62,37 +62,37 @@ struct BucketAttacker: Sendable {
             let file = scratch + "/" + UUID().uuidString
             defer { try? FileManager.default.removeItem(atPath: file) }
             try Data(bytes).write(to: URL(fileURLWithPath: file))
-            let result = try ObjectStore.check(["put", name, prefix + "/" + key, file])
+            let result = try await ObjectStore.check(["put", name, prefix + "/" + key, file])
             try #require(result.status == 0, "put: \(result.output)")
         }
     }
 
-    func delete(_ key: String) throws {
+    func delete(_ key: String) async throws {
         switch place {
         case .folder(let root):
             try FileManager.default.removeItem(atPath: root + "/" + key)
         case .bucket(let name, let prefix):
-            let result = try ObjectStore.check(["delete", name, prefix + "/" + key])
+            let result = try await ObjectStore.check(["delete", name, prefix + "/" + key])
             try #require(result.status == 0, "delete: \(result.output)")
         }
     }
 
-    func rename(_ key: String, to newKey: String) throws {
-        try write(newKey, try read(key))
-        try delete(key)
+    func rename(_ key: String, to newKey: String) async throws {
+        try await write(newKey, try await read(key))
+        try await delete(key)
     }
 
     /// Flips the low bit of one byte of an object.
-    func flip(_ key: String, at offset: Int) throws {
-        var bytes = try read(key)
+    func flip(_ key: String, at offset: Int) async throws {
+        var bytes = try await read(key)
         bytes[offset] ^= 0x01
-        try write(key, bytes)
+        try await write(key, bytes)
     }
 
     /// The keys of the segments of `generation`, by index.
-    func segments(of generation: String) throws -> [Int: String] {
+    func segments(of generation: String) async throws -> [Int: String] {
         var found: [Int: String] = [:]
-        for key in try keys() {
+        for key in try await keys() {
             guard case .segment(let name)? = ReplicaLayout.parse(key), name.generation == generation else { continue }
             found[name.index] = key
         }
@@ -100,8 +100,8 @@ struct BucketAttacker: Sendable {
     }
 
     /// The generations, by sequence number.
-    func generations() throws -> [String] {
-        Set(try keys().compactMap { key -> String? in
+    func generations() async throws -> [String] {
+        Set(try await keys().compactMap { key -> String? in
             guard key.hasPrefix("generations/") else { return nil }
             return key.split(separator: "/").dropFirst().first.map(String.init)
         }).sorted()
@@ -128,7 +128,7 @@ enum AttackedStore: String, CaseIterable, Sendable, CustomTestStringConvertible 
                     fixture, BucketAttacker(place: .folder(fixture.store.root), scratch: fixture.directory.path("")))
             }
         case .s3:
-            let bucket = try ObjectStore.makeBucket()
+            let bucket = try await ObjectStore.makeBucket()
             return try await withReplicationFixture(key: key, target: { _ in try ObjectStore.store(bucket: bucket) }) {
                 fixture in
                 try await body(fixture, BucketAttacker(

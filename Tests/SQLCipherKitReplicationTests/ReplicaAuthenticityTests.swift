@@ -84,13 +84,13 @@ struct ReplicaAuthenticityTests {
     func replayedPage(_ kind: AttackedStore) async throws {
         try await withReplica(kind) { fixture, attacker, generation in
             let pageSize = try #require(try await fixture.replica.catalog().generations.last?.pageSize)
-            let segments = try attacker.segments(of: generation)
+            let segments = try await attacker.segments(of: generation)
             let last = try #require(segments.keys.max())
             let lastKey = try #require(segments[last])
             let earlierKey = try #require(segments[1])
-            let earlier = try attacker.read(earlierKey)
-            let previous = try attacker.read(try #require(segments[last - 1]))
-            var bytes = try attacker.read(lastKey)
+            let earlier = try await attacker.read(earlierKey)
+            let previous = try await attacker.read(try #require(segments[last - 1]))
+            var bytes = try await attacker.read(lastKey)
             try #require(!startsLog(lastKey), "the last segment continues the log of the one before it")
             // A page the last segment writes that the first segment wrote too: put the older ciphertext back.
             let olderFrames = frames(earlier, startsLog: startsLog(earlierKey), pageSize: pageSize)
@@ -106,8 +106,8 @@ struct ReplicaAuthenticityTests {
                 bytes, pageSize: pageSize, from: endChecksum(previous, pageSize: pageSize),
                 bigEndian: UInt32(1).bigEndian == 1)
             let forged = try forgedKey(lastKey, bytes: bytes)
-            try attacker.write(forged, bytes)
-            try attacker.delete(lastKey)
+            try await attacker.write(forged, bytes)
+            try await attacker.delete(lastKey)
             try await expectRefused(fixture, kind: .notAuthentic, naming: forged)
 
             // Without a key every checksum holds: the restore succeeds and says that it checked integrity only.
@@ -125,16 +125,16 @@ struct ReplicaAuthenticityTests {
             try await fixture.insert(1)
             try await fixture.sync()
             let pageSize = try #require(try await fixture.replica.catalog().generations.last?.pageSize)
-            let segments = try attacker.segments(of: generation)
+            let segments = try await attacker.segments(of: generation)
             let last = try #require(segments.keys.max())
             let lastKey = try #require(segments[last])
-            let bytes = try attacker.read(lastKey)
+            let bytes = try await attacker.read(lastKey)
             let commits = frames(bytes, startsLog: startsLog(lastKey), pageSize: pageSize).filter(\.isCommit)
             try #require(commits.count >= 2)
             let cut = Array(bytes[..<(commits[0].offset + 24 + pageSize)])
             let forged = try forgedKey(lastKey, bytes: cut)
-            try attacker.write(forged, cut)
-            try attacker.delete(lastKey)
+            try await attacker.write(forged, cut)
+            try await attacker.delete(lastKey)
             try await expectRefused(fixture, kind: .notAuthentic, naming: forged)
         }
     }
@@ -142,7 +142,7 @@ struct ReplicaAuthenticityTests {
     @Test("a segment moved to another index is refused with the key", arguments: AttackedStore.available)
     func movedSegment(_ kind: AttackedStore) async throws {
         try await withReplica(kind) { fixture, attacker, generation in
-            let segments = try attacker.segments(of: generation)
+            let segments = try await attacker.segments(of: generation)
             let last = try #require(segments.keys.max())
             // Segment 2 put in place of the last one (the last one removed): every checksum still holds.
             guard case .segment(let moved)? = ReplicaLayout.parse(try #require(segments[2])),
@@ -151,8 +151,8 @@ struct ReplicaAuthenticityTests {
             let forged = ReplicaLayout.segmentKey(ReplicaLayout.SegmentName(
                 generation: generation, index: last, milliseconds: replaced.milliseconds, startsLog: moved.startsLog,
                 sha256: moved.sha256, mac: moved.mac))
-            try attacker.write(forged, try attacker.read(try #require(segments[2])))
-            try attacker.delete(try #require(segments[last]))
+            try await attacker.write(forged, try await attacker.read(try #require(segments[2])))
+            try await attacker.delete(try #require(segments[last]))
             try await expectRefused(fixture, kind: .notAuthentic, naming: forged)
         }
     }
@@ -162,8 +162,8 @@ struct ReplicaAuthenticityTests {
     func oldGenerationRenamed(_ kind: AttackedStore) async throws {
         try await withReplica(kind) { fixture, attacker, generation in
             let copy = "0000000099-0badc0de"
-            for key in try attacker.keys() where key.hasPrefix("generations/\(generation)/") {
-                try attacker.write(key.replacingOccurrences(of: generation, with: copy), try attacker.read(key))
+            for key in try await attacker.keys() where key.hasPrefix("generations/\(generation)/") {
+                try await attacker.write(key.replacingOccurrences(of: generation, with: copy), try await attacker.read(key))
             }
             try await expectRefused(fixture, kind: .notAuthentic, naming: copy)
             // It is listed as not verifying, and the genuine generation still restores when named.
@@ -185,17 +185,17 @@ struct ReplicaAuthenticityTests {
                 try await other.insert(2)
                 try await other.sync()
                 let otherAttacker = BucketAttacker(place: .folder(other.store.root), scratch: other.directory.path(""))
-                let foreign = try #require(try otherAttacker.generations().last)
+                let foreign = try #require(try await otherAttacker.generations().last)
                 #expect(ReplicaLayout.sequence(ofGeneration: foreign) == 41)
-                for key in try otherAttacker.keys() where key.hasPrefix("generations/\(foreign)/") {
-                    try attacker.write(key, try otherAttacker.read(key))
+                for key in try await otherAttacker.keys() where key.hasPrefix("generations/\(foreign)/") {
+                    try await attacker.write(key, try await otherAttacker.read(key))
                 }
                 if forgesManifestBelow {
                     // The foreign generation's own manifest (its replica identity) under a name just below it: it does not
                     // verify (its MAC covers its name), so it must not vouch for the copy as "the generation before".
-                    try attacker.write(
+                    try await attacker.write(
                         "generations/0000000040-ffffffff/generation.json",
-                        try otherAttacker.read("generations/\(foreign)/generation.json"))
+                        try await otherAttacker.read("generations/\(foreign)/generation.json"))
                 }
                 try await expectRefused(fixture, kind: .notAuthentic, naming: foreign)
             }

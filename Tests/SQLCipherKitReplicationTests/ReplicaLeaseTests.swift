@@ -154,7 +154,7 @@ struct ReplicaLeaseTests {
     @Test("OpenStack Swift's S3 API does not write conditionally: the store says so and writes nothing",
           .enabled(if: ObjectStore.isInstalled, ObjectStore.notInstalled))
     func s3ConditionalWrites() async throws {
-        let store = try ObjectStore.store(bucket: try ObjectStore.makeBucket())
+        let store = try ObjectStore.store(bucket: try await ObjectStore.makeBucket())
         try await store.put("lease.json", bytes: [1])
         #expect(try await store.put("lease.json", bytes: [2], if: .absent) == .unsupported)
         let read = try #require(try await store.getVersioned("lease.json"))
@@ -165,7 +165,7 @@ struct ReplicaLeaseTests {
 
     @Test("two replicators on one S3 replica: the second refuses", .enabled(if: ObjectStore.isInstalled, ObjectStore.notInstalled))
     func s3SecondReplicator() async throws {
-        let bucket = try ObjectStore.makeBucket()
+        let bucket = try await ObjectStore.makeBucket()
         try await withReplicationFixture(target: { _ in try ObjectStore.store(bucket: bucket) }) { fixture in
             try await fixture.insert(1)
             try await fixture.sync()

@@ -43,7 +43,7 @@ struct RestoreNewestTests {
           arguments: AttackedStore.available)
     func damagedGenerationManifest(_ kind: AttackedStore) async throws {
         try await withTwoGenerations(kind) { fixture, attacker, old, new in
-            try attacker.flip("generations/\(new)/generation.json", at: 40)
+            try await attacker.flip("generations/\(new)/generation.json", at: 40)
             try await expectStopped(fixture, naming: new, lastGood: old)
         }
     }
@@ -51,7 +51,7 @@ struct RestoreNewestTests {
     @Test("a deleted generation.json of the newest generation stops the restore")
     func missingGenerationManifest() async throws {
         try await withTwoGenerations { fixture, attacker, old, new in
-            try attacker.delete("generations/\(new)/generation.json")
+            try await attacker.delete("generations/\(new)/generation.json")
             try await expectStopped(fixture, naming: new, lastGood: old)
         }
     }
@@ -60,8 +60,8 @@ struct RestoreNewestTests {
           arguments: [true, false])
     func missingSnapshotManifest(_ deletes: Bool) async throws {
         try await withTwoGenerations { fixture, attacker, old, new in
-            let key = try #require(try attacker.keys().first { $0.hasPrefix("generations/\(new)/snapshots/") && $0.hasSuffix("snapshot.json") })
-            if deletes { try attacker.delete(key) } else { try attacker.flip(key, at: 20) }
+            let key = try #require(try await attacker.keys().first { $0.hasPrefix("generations/\(new)/snapshots/") && $0.hasSuffix("snapshot.json") })
+            if deletes { try await attacker.delete(key) } else { try await attacker.flip(key, at: 20) }
             try await expectStopped(fixture, naming: new, lastGood: old)
         }
     }
@@ -103,7 +103,7 @@ struct RestoreNewestTests {
             _ = try await fixture.pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
             try await fixture.insert(10)
             try await fixture.sync()
-            let generations = try attacker.generations()
+            let generations = try await attacker.generations()
             #expect(generations.count == 2)
             let catalog = try await fixture.replica.catalog()
             let first = try #require(catalog.generations.first?.createdAt)
@@ -120,8 +120,8 @@ struct RestoreNewestTests {
     func duplicateSequence() async throws {
         try await withTwoGenerations { fixture, attacker, _, new in
             let twin = String(new.prefix(11)) + "ffffffff"
-            for key in try attacker.keys() where key.hasPrefix("generations/\(new)/") {
-                try attacker.write(key.replacingOccurrences(of: new, with: twin), try attacker.read(key))
+            for key in try await attacker.keys() where key.hasPrefix("generations/\(new)/") {
+                try await attacker.write(key.replacingOccurrences(of: new, with: twin), try await attacker.read(key))
             }
             let error = await #expect(throws: ReplicationError.self) {
                 _ = try await fixture.replica.restore(to: fixture.directory.path("r.db"))
@@ -161,7 +161,7 @@ struct RestoreNewestTests {
         try await AttackedStore.folder.withFixture { fixture, attacker in
             try await fixture.insert(1)
             let status = try await fixture.sync()
-            let manifest = try attacker.read("generations/\(try #require(status.generation))/generation.json")
+            let manifest = try await attacker.read("generations/\(try #require(status.generation))/generation.json")
             #expect(!contains(manifest, "notes.db"))
             #expect(!contains(manifest, "notes"))
         }

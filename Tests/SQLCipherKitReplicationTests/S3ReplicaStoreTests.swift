@@ -15,7 +15,7 @@ import Testing
 struct S3ReplicaStoreTests {
     @Test("stores, lists (page by page), reads back and deletes objects; boto3 sees the same")
     func roundTrip() async throws {
-        let bucket = try ObjectStore.makeBucket()
+        let bucket = try await ObjectStore.makeBucket()
         let store = try ObjectStore.store(bucket: bucket) { $0.listPageSize = 2 }
         let names = (1...5).map { "generations/g1/wal/000000000\($0)-segment.wal" }
         for (index, name) in names.enumerated() {
@@ -30,7 +30,7 @@ struct S3ReplicaStoreTests {
 
         let directory = try TemporaryDirectory()
 
-        let independent = try download(bucket: bucket, prefix: "notes/", into: directory.path("boto3"))
+        let independent = try await download(bucket: bucket, prefix: "notes/", into: directory.path("boto3"))
         #expect(independent.map(\.key).sorted() == (names + ["generations/g1/generation.json"]).map { "notes/" + $0 }.sorted())
 
         try await store.delete([names[0], "generations/g1/wal/missing.wal"])
@@ -41,7 +41,7 @@ struct S3ReplicaStoreTests {
 
     @Test("a file range larger than the part size goes as a multipart upload, read back byte for byte")
     func multipart() async throws {
-        let bucket = try ObjectStore.makeBucket()
+        let bucket = try await ObjectStore.makeBucket()
         let store = try ObjectStore.store(bucket: bucket) { $0.partSize = 64 * 1024 }
         let directory = try TemporaryDirectory()
         let source = directory.path("source")
@@ -51,7 +51,7 @@ struct S3ReplicaStoreTests {
         try await store.put("big.part", file: source, offset: 1234, length: 250_000, progress: { progress.record($0) })
         #expect(progress.values == [65_536, 131_072, 196_608, 250_000])
         #expect(try await store.get("big.part") == Array(bytes[1234..<251_234]))
-        let objects = try download(bucket: bucket, prefix: "notes/", into: directory.path("boto3"))
+        let objects = try await download(bucket: bucket, prefix: "notes/", into: directory.path("boto3"))
         // A multipart object's ETag is the digest of the parts' digests and their count: "…-4".
         #expect(objects.first?.etag.hasSuffix("-4\"") == true, "\(objects)")
         #expect(try fileBytes(directory.path("boto3/notes/big.part")) == Array(bytes[1234..<251_234]))
@@ -66,7 +66,7 @@ struct S3ReplicaStoreTests {
 
     @Test("virtual-host addressing: the bucket in the host name (BUCKET.localhost), signed and accepted")
     func virtualHost() async throws {
-        let bucket = try ObjectStore.makeBucket()
+        let bucket = try await ObjectStore.makeBucket()
         let port = try #require(URLComponents(string: try ObjectStore.endpoint)?.port)
         // *.localhost does not resolve here: connect to 127.0.0.1, send and sign the virtual host's name.
         let store = try ObjectStore.store(bucket: bucket) {
@@ -78,12 +78,12 @@ struct S3ReplicaStoreTests {
         #expect(try await store.get("virtual.json") == [1, 2, 3])
         #expect(try await store.list(prefix: "").map(\.key) == ["virtual.json"])
         let directory = try TemporaryDirectory()
-        #expect(try download(bucket: bucket, prefix: "notes/", into: directory.path("boto3")).map(\.key) == ["notes/virtual.json"])
+        #expect(try await download(bucket: bucket, prefix: "notes/", into: directory.path("boto3")).map(\.key) == ["notes/virtual.json"])
     }
 
     @Test("wrong credentials, a missing bucket, a skewed clock and an unreachable endpoint: each named, no secret shown or logged")
     func errors() async throws {
-        let bucket = try ObjectStore.makeBucket()
+        let bucket = try await ObjectStore.makeBucket()
         let log = LogLines()
         let secret = "wrong-secret-4e1d9a"
         let real = try ObjectStore.credentials
@@ -149,7 +149,7 @@ struct S3ReplicaStoreTests {
     }
 
     private func replicateAndRestore(settings: CipherSettings) async throws {
-        let bucket = try ObjectStore.makeBucket()
+        let bucket = try await ObjectStore.makeBucket()
         let log = LogLines()
         let key = try EncryptionKey.generateRaw()
         try await withReplicationFixture(settings: settings, key: key,
@@ -180,7 +180,7 @@ struct S3ReplicaStoreTests {
             // the schema's text, the key's bytes or its hex text.
             let listed = try await fixture.target.list(prefix: "")
             let downloads = fixture.directory.path("boto3")
-            let objects = try download(bucket: bucket, prefix: "notes/", into: downloads)
+            let objects = try await download(bucket: bucket, prefix: "notes/", into: downloads)
             #expect(objects.map(\.key).sorted() == listed.map { "notes/" + $0.key }.sorted())
             // Log segments are streamed from the log file: those above the part size went as multipart uploads.
             #expect(objects.contains { $0.key.hasSuffix(".wal") && $0.etag.contains("-") }, "no multipart log segment")
@@ -205,7 +205,7 @@ struct S3ReplicaStoreTests {
 
     @Test("a byte flipped in the bucket (by boto3) stops the restore, naming the object and the last good point")
     func damagedObject() async throws {
-        let bucket = try ObjectStore.makeBucket()
+        let bucket = try await ObjectStore.makeBucket()
         try await withReplicationFixture(target: { _ in try ObjectStore.store(bucket: bucket) }) { fixture in
             try await fixture.sync()
             var copies: [Int: [UInt8]] = [:]
@@ -216,7 +216,7 @@ struct S3ReplicaStoreTests {
             }
             let generation = try #require(await fixture.replicator.status.generation)
             let segment = try #require(try await fixture.replica.catalog().generations.first?.segment(at: 2)).key
-            let flipped = try ObjectStore.check(["flip", bucket, "notes/" + segment, "100"])
+            let flipped = try await ObjectStore.check(["flip", bucket, "notes/" + segment, "100"])
             try #require(flipped.status == 0, "\(flipped.output)")
             let destination = fixture.directory.path("restored.db")
             let error = await #expect(throws: ReplicationError.self) {
@@ -275,9 +275,9 @@ struct DownloadedObject: Sendable {
 }
 
 /// Every object under `prefix`, listed and read back by boto3 into `folder`.
-func download(bucket: String, prefix: String, into folder: String) throws -> [DownloadedObject] {
+func download(bucket: String, prefix: String, into folder: String) async throws -> [DownloadedObject] {
     try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    let result = try ObjectStore.check(["download", bucket, prefix, folder])
+    let result = try await ObjectStore.check(["download", bucket, prefix, folder])
     try #require(result.status == 0, "\(result.output)")
     let items = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [[String: Any]])
     return try items.map {
@@ -331,7 +331,7 @@ struct S3CommandTests {
     func endToEnd() async throws {
         let endpoint = try ObjectStore.endpoint
         let secret = try ObjectStore.credentials.secretAccessKey
-        let bucket = try ObjectStore.makeBucket()
+        let bucket = try await ObjectStore.makeBucket()
         let url = "s3://\(bucket)/service"
         try await withTemporaryDirectory { folder in
             let path = folder.path("service.db")
