@@ -86,7 +86,23 @@ struct LiveKeyRotationTests {
         }
 
         try writeKeyFile(Setup.keyTexts[2], to: rotation.pendingKeyFile)
-        #expect(await awaitSignal(rotated), "the running watch rotated the pending key in; its log: \(log.text)")
+        let rotatedByWatch = await awaitSignal(rotated)
+        if !rotatedByWatch {
+            // What is needed to name the cause of a rare failure under stress-ng (the log was empty each time): does a
+            // check made directly rotate now (then the watch was not checking), or does it find the turn or a check
+            // in progress in its way (then it returns false), or fail (then it throws)?
+            let direct: String
+            do {
+                direct = "returned \(try await rotation.checkNow())"
+            } catch {
+                direct = "threw \(error)"
+            }
+            let pendingStays = FileManager.default.fileExists(atPath: rotation.pendingKeyFile)
+            let message: String = "the running watch did not rotate the pending key in; pending file still there: "
+                + "\(pendingStays); a direct checkNow() then \(direct); the watch task cancelled: "
+                + "\(watcher.isCancelled); its log: \(log.text)"
+            Issue.record(Comment(rawValue: message))
+        }
         #expect(Setup.text(keyFile) == Setup.keyTexts[2] + "\n")
         #expect(Setup.keysOpening(path) == [2])
 
