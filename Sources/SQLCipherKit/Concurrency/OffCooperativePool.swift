@@ -31,9 +31,9 @@ package func offCooperativePool<T: Sendable>(
 /// whatever else the process has queued on dispatch's global queues.
 ///
 /// Why: the global queues run as many CPU-bound items at once as there are CPUs, in the order they came. A process
-/// that has queued many long items (key derivations, backups, verifications of other databases) makes a short item
-/// queued after them wait for all of them; a key hand-over that waits there looks, from outside, like a watch that
-/// stopped. A thread per call costs a thread start (tens of microseconds), so this is for work that runs seldom.
+/// that has queued many long items (key derivations, backups, verifications of other databases) makes an item queued
+/// after them wait for all of them. A thread per call costs a thread start (tens of microseconds), so this is for
+/// work that runs seldom and should not depend on what else the application queues (a live key hand-over).
 package func offCooperativePool<T: Sendable>(
     onThreadOfItsOwn name: String, _ body: @escaping @Sendable () throws -> T
 ) async throws -> T {
