@@ -17,10 +17,7 @@ struct FollowCommandTests {
 
     /// Waits until the copy at `path` holds `rows` rows (bounded: 120 s turns a hang into a failure).
     static func waitForRows(_ rows: Int, in path: String, key: EncryptionKey) async throws {
-        let deadline = ContinuousClock.now + .seconds(120)
-        while (try? count(path, key: key)) != rows, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        _ = await suspendingWait { (try? count(path, key: key)) == rows }
         #expect(try count(path, key: key) == rows)
     }
 

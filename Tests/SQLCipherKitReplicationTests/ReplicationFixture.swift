@@ -197,8 +197,7 @@ final class SQLCipherKitProcess {
 
     /// Waits until it exits by itself (bounded: 120 s) and returns its status.
     func exitStatus() async throws -> Int32? {
-        let deadline = ContinuousClock.now + .seconds(120)
-        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        _ = await suspendingWait { !process.isRunning }
         return process.isRunning ? nil : process.terminationStatus
     }
 
@@ -234,10 +233,8 @@ func closing<T>(_ fixture: ReplicationFixture, _ body: (ReplicationFixture) asyn
 /// Waits until the file at `path` (a child process's output) contains `text`, while `process` runs; bounded only to
 /// turn a hang into a failure (120 s). The caller checks the text is there.
 func waitForText(_ text: String, inFile path: String, of process: Process) async throws {
-    let deadline = ContinuousClock.now + .seconds(120)
-    while !(try String(contentsOfFile: path, encoding: .utf8)).contains(text), process.isRunning,
-          ContinuousClock.now < deadline {
-        try await Task.sleep(for: .milliseconds(50))
+    _ = try await suspendingWait {
+        try String(contentsOfFile: path, encoding: .utf8).contains(text) || !process.isRunning
     }
 }
 

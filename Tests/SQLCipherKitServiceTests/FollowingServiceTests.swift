@@ -52,13 +52,9 @@ struct FollowingServiceTests {
     /// Waits until the service's pool reads `expected` rows (a bounded poll: the bound only turns a hang into a
     /// failure).
     static func waitForRows(_ service: DatabaseService, _ expected: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(120)
-        while try await count(service) != expected {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("the follower never read \(expected) rows (it reads \(try await count(service)))")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(10))
+        guard try await suspendingWait({ try await count(service) == expected }) else {
+            Issue.record("the follower never read \(expected) rows (it reads \(try await count(service)))")
+            return
         }
     }
 
@@ -228,11 +224,10 @@ struct FollowingServiceTests {
         let command = Task {
             try await runCLI(["promote", "file://" + root, path, "--key-file", keyFile, "--json"])
         }
-        let deadline = ContinuousClock.now + .seconds(120)
         var taken: TakenPromotionRequest?
-        while taken == nil && ContinuousClock.now < deadline {
+        _ = try await suspendingWait {
             taken = try PromotionRequest.take(for: path)
-            if taken == nil { try await Task.sleep(for: .milliseconds(10)) }
+            return taken != nil
         }
         try answer(try #require(taken, "the command placed no request"))
         taken = nil  // its lock goes, as with a process that ended
@@ -283,10 +278,7 @@ struct FollowingServiceTests {
             try Data(garbage).write(to: URL(fileURLWithPath: PromotionRequest.requestPath(for: follower.path)))
             // The service takes it at a poll (a bounded wait for the rename: 120 s only turns a hang into a failure).
             let taken = follower.path + ".promote-request.taken"
-            let deadline = ContinuousClock.now + .seconds(120)
-            while !FileManager.default.fileExists(atPath: taken), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            _ = await suspendingWait { FileManager.default.fileExists(atPath: taken) }
             // Left as it was for the operator, nothing answered, nothing promoted; the service goes on following.
             #expect(try fileBytes(taken) == garbage)
             #expect(!FileManager.default.fileExists(atPath: PromotionRequest.answerPath(for: follower.path)))
