@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SQLCipherKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -40,9 +41,7 @@ public func suspendingWait(within limit: Duration = hangLimit, _ condition: () a
 /// its own and suspends until it returns: an async test that blocked its cooperative thread instead could starve the
 /// tasks it waits for, since there are only as many of those threads as cores.
 public func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
+    try await offCooperativePool(onThreadOfItsOwn: "sqlcipherkit-test", body)
 }
 
 /// Waits for `semaphore` on a thread of its own, suspending meanwhile; `false` if it was not signalled within `limit`.
