@@ -176,9 +176,11 @@ public struct SQLCipherSQLDatabase: SQLDatabase {
                 return
             }
             if rowIDColumn == nil, Self.mayRead(sql) {
-                // Prepared on a reader; a statement SQLite says writes (`WITH … INSERT`) goes to the writer.
+                // Prepared on a reader; a statement SQLite says writes (`WITH … INSERT`) goes to the writer. Timed
+                // by its text: where the pool runs it (in place or on a reader's queue) follows how long this
+                // statement took lately, not how long the pool's other statements did.
                 let readStep = step(.read)
-                let ranOnReader = try await pool.read { db -> Bool in
+                let ranOnReader = try await pool.read(timedAs: sql) { db -> Bool in
                     guard try db.cachedStatement(sql).isReadOnly else { return false }
                     try readStep(db)
                     return true

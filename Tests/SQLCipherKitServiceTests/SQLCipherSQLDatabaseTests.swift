@@ -108,6 +108,47 @@ struct SQLCipherSQLDatabaseTests {
         #expect(!lines.text.isEmpty && !lines.text.contains(TestKeys.sentinel))
         #expect(!String(describing: row).contains(uuid.uuidString))
     }
+    @Test("each statement is timed on its own: a slow one goes to the readers' queues, a new one still runs in place")
+    func perStatementTiming() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var configuration = DatabasePool.Configuration(maximumReaderCount: 2)
+        configuration.openOptions.prepareConnection = { db in
+            // in_place(): 1 when the statement runs in the calling task (its task-local value is visible there),
+            // 0 on a reader's dispatch queue.
+            try db.createFunction("in_place", argumentCount: 0) { _ in InPlaceProbe.isCallingTask ? 1 : 0 }
+            // pause(ms): at least that long, whatever the machine's speed: makes a statement long.
+            try db.createFunction("pause", argumentCount: 1) { arguments in
+                Thread.sleep(forTimeInterval: Double(Int.fromDatabaseValue(arguments[0]) ?? 0) / 1000)
+                return 0
+            }
+        }
+        let pool = try DatabasePool(
+            path: directory.path("timing.db"), keyProvider: .fixed(TestKeys.raw), configuration: configuration)
+        defer { pool.close() }
+        let sql = SQLCipherSQLDatabase(pool: pool)
+        // The texts the driver times them by (binds are `?`).
+        try #require(
+            DatabasePool.readTimingSlot(of: "SELECT pause(?) AS p, in_place() AS q")
+                != DatabasePool.readTimingSlot(of: "SELECT in_place() AS q"),
+            "the two statements must not share an average")
+        func ranInPlace(_ query: SQLQueryString) async throws -> Bool {
+            try await InPlaceProbe.$isCallingTask.withValue(true) {
+                let row = try #require(try await sql.raw(query).first())
+                return try row.decode(column: "q", as: Int.self) == 1
+            }
+        }
+        // 20 ms at least, wherever it runs: its statement's average is then far over the 100 µs limit.
+        _ = try await ranInPlace("SELECT pause(\(bind: 20)) AS p, in_place() AS q")
+        #expect(try await !ranInPlace("SELECT pause(\(bind: 0)) AS p, in_place() AS q"))
+        // A statement never read before runs in place: with one average for the whole pool it went to the queue.
+        #expect(try await ranInPlace("SELECT in_place() AS q"))
+    }
+}
+
+/// Whether a statement runs in the calling task: task-local values are visible there, not on a dispatch queue.
+private enum InPlaceProbe {
+    @TaskLocal static var isCallingTask = false
 }
 
 #endif

@@ -64,7 +64,7 @@ final class AccessCoordinator: Sendable {
     let label: String
     /// Where async reads run (pool only).
     let asyncReadExecution: DatabasePool.AsyncReadExecution
-    /// How long the pool's recent reads took, to choose where the next async read runs.
+    /// How long the pool's recent reads of each kind took, to choose where the next async read runs.
     let readTiming = ReadTiming()
     /// Where the async reads that run in place take turns to start and end their read transactions.
     let readLockGate = ReadLockGate()
@@ -479,12 +479,15 @@ final class AccessCoordinator: Sendable {
         return try reader.withExclusiveAccess { db in try db.transaction(.deferred) { try body(db) } }
     }
 
-    /// Runs `body` in a read transaction on a reader: in place on the task's thread while the pool's reads are short
-    /// (see ``DatabasePool/AsyncReadExecution``), on the reader's queue otherwise. In place, the transaction starts
+    /// Runs `body` in a read transaction on a reader: in place on the task's thread while the pool's reads of kind
+    /// `timingKey` are short (see ``DatabasePool/AsyncReadExecution`` and ``ReadTiming``), on the reader's queue
+    /// otherwise. In place, the transaction starts
     /// and ends through ``readLockGate``: those reads run on Swift's cooperative threads, as many as there are CPUs,
     /// and would otherwise meet in the engine's WAL lock mutex (see ``ReadLockGate``).
     @inline(__always)
-    func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+    func read<T: Sendable>(
+        timingKey: Int, _ body: @escaping @Sendable (Connection) throws -> T
+    ) async throws -> T {
         // A free reader, the usual case, is taken without the mutex and without calling an async function: each
         // call of one allocates its frame on the task and may switch executors.
         try refuseReentrance()
@@ -504,15 +507,15 @@ final class AccessCoordinator: Sendable {
         }
         defer { if isFast { exitReadingFast(reader) } else { exitReading(reader) } }
         let timing = readTiming
-        if asyncReadExecution == .adaptive && timing.isShort {
+        if asyncReadExecution == .adaptive && timing.isShort(timingKey) {
             // Same contract as the queue: a task cancelled before the closure starts does not run it.
             if Task.isCancelled { throw CancellationError() }
-            return try timing.measure {
+            return try timing.measure(timingKey) {
                 try reader.withExclusiveAccess { db in try readLockGate.readTransaction(db, body) }
             }
         }
         return try await reader.async { db in
-            try timing.measure { try db.transaction(.deferred) { try body(db) } }
+            try timing.measure(timingKey) { try db.transaction(.deferred) { try body(db) } }
         }
     }
 
@@ -674,30 +677,75 @@ final class AccessCoordinator: Sendable {
     var readerWaiterCount: Int { state.withLock { $0.readerWaiters.count } }
 }
 
-/// A running average of how long reads take, shared by the threads of one pool.
+/// Running averages of how long a pool's reads take, one per kind of read, shared by the pool's threads.
 ///
-/// An async read runs in place on the task's thread only while this average is short: a read of a few microseconds
-/// then costs no thread hand-off, and a pool whose reads take long (a scan, a report, a wait for a lock) goes back to
-/// the readers' queues, so they do not hold Swift's cooperative threads. The average moves by 1/8 of the difference
-/// at each read; updates from two threads may race and lose one sample, which only makes the average a little less
-/// exact (they are atomic, so there is no data race).
-final class ReadTiming: Sendable {
-    /// Reads whose recent average is under this run in place.
+/// An async read runs in place on the task's thread only while the average of its kind is short: a read of a few
+/// microseconds then costs no thread hand-off, and a kind of read that takes long (a scan, a report, a wait for a
+/// lock) goes back to the readers' queues, so it does not hold Swift's cooperative threads.
+///
+/// A kind is a key the caller passes: the SQL drivers pass a key of the statement's text (``key(of:)``), so a service's point lookups keep
+/// running in place while its `count(*)` scans go to the queues. With one average for the whole pool, the scans
+/// pushed it over the limit and sent the lookups to the queues too. Reads through the pool's public `read` share
+/// key 0. Keys are spread over a fixed table of ``slotCount`` averages; two keys that land in one slot share it,
+/// which only makes their averages less exact.
+///
+/// An average moves by 1/8 of the difference at each read; updates from two threads may race and lose one sample,
+/// which only makes it a little less exact (they are atomic, so there is no data race).
+///
+/// `@unchecked Sendable`: `slots` is set once in `init`, and each of its elements is an `Atomic`.
+final class ReadTiming: @unchecked Sendable {
+    /// Reads whose kind's recent average is under this run in place.
     static let inPlaceLimitNanoseconds = 100_000
+    /// How many averages the table holds (a power of two).
+    static let slotCount = 64
 
-    private let averageNanoseconds = Atomic<Int>(0)
+    private let slots: UnsafeMutablePointer<Atomic<Int>>
 
-    var isShort: Bool { averageNanoseconds.load(ordering: .relaxed) < Self.inPlaceLimitNanoseconds }
+    init() {
+        slots = .allocate(capacity: Self.slotCount)
+        for index in 0..<Self.slotCount { (slots + index).initialize(to: Atomic(0)) }
+    }
 
-    /// Runs `body` and adds its duration to the average (also when it throws).
-    @inline(__always)
-    func measure<T>(_ body: () throws -> T) rethrows -> T {
-        let start = Self.nowNanoseconds()
-        defer {
-            let elapsed = Self.nowNanoseconds() &- start
-            let average = averageNanoseconds.load(ordering: .relaxed)
-            averageNanoseconds.store(average + (elapsed - average) / 8, ordering: .relaxed)
+    deinit {
+        slots.deinitialize(count: Self.slotCount)
+        slots.deallocate()
+    }
+
+    /// The key of a statement's reads: FNV-1a of its text. Unlike `hashValue` the same text gives the same key in
+    /// every process, so which statements share a slot does not change from run to run.
+    static func key(of sql: String) -> Int {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in sql.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
         }
+        return Int(truncatingIfNeeded: hash)
+    }
+
+    /// The slot of `key`: the top bits of a multiplicative hash, so that nearby keys spread out.
+    @inline(__always)
+    static func slot(of key: Int) -> Int {
+        Int(truncatingIfNeeded: (UInt64(truncatingIfNeeded: key) &* 0x9E37_79B9_7F4A_7C15) >> 58)
+    }
+
+    /// Whether reads of kind `key` have been short lately (also for a kind never seen: it runs in place once).
+    @inline(__always)
+    func isShort(_ key: Int) -> Bool {
+        slots[Self.slot(of: key)].load(ordering: .relaxed) < Self.inPlaceLimitNanoseconds
+    }
+
+    /// Adds one read of kind `key` that took `elapsed` nanoseconds to its average.
+    @inline(__always)
+    func record(_ key: Int, nanoseconds elapsed: Int) {
+        let slot = Self.slot(of: key)
+        let average = slots[slot].load(ordering: .relaxed)
+        slots[slot].store(average + (elapsed - average) / 8, ordering: .relaxed)
+    }
+
+    /// Runs `body` and adds its duration to the average of `key` (also when it throws).
+    @inline(__always)
+    func measure<T>(_ key: Int, _ body: () throws -> T) rethrows -> T {
+        let start = Self.nowNanoseconds()
+        defer { record(key, nanoseconds: Self.nowNanoseconds() &- start) }
         return try body()
     }
 

@@ -64,10 +64,14 @@ public final class DatabasePool: DatabaseWriter {
     /// point lookup itself (about 15 µs against 3–10 µs here). A reader, once taken, belongs to the caller alone, so
     /// the closure can also run on the task's own thread.
     public enum AsyncReadExecution: Sendable, Equatable {
-        /// In place on the task's thread while the pool's recent async reads took under 100 µs on average (a
-        /// running average that moves by 1/8 at each read), on the reader's dispatch queue
-        /// otherwise. A long read that comes without warning still runs in place once, holding one of Swift's
-        /// cooperative threads meanwhile; the reads after it go to the queue until the average is short again.
+        /// In place on the task's thread while recent async reads of the same kind took under 100 µs on average
+        /// (a running average that moves by 1/8 at each read), on the reader's dispatch queue otherwise. A long
+        /// read that comes without warning still runs in place once, holding one of Swift's cooperative threads
+        /// meanwhile; the reads of its kind after it go to the queue until their average is short again.
+        ///
+        /// The kind: each statement the SQLKit and Fluent drivers run is a kind of its own, so a service's
+        /// millisecond scans go to the queues while its point lookups keep running in place. Reads through
+        /// ``DatabasePool/read(_:)`` share one kind.
         case adaptive
         /// Always on the reader's dispatch queue, so SQLite never runs on (or blocks) Swift's cooperative threads.
         /// Each read then costs the two hand-offs.
@@ -169,11 +173,29 @@ public final class DatabasePool: DatabaseWriter {
     /// Runs `body` in a read transaction on a reader connection, suspending while it waits for one.
     ///
     /// The closure runs on the task's own thread or on the reader's dispatch queue, as the configuration's
-    /// ``AsyncReadExecution`` says (by default: in place while the pool's reads are short). A task cancelled before
+    /// ``AsyncReadExecution`` says (by default: in place while the pool's reads through this method are short). A task cancelled before
     /// the closure starts gets `CancellationError` and the closure does not run.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         do { return try await coordinator.readTransaction(body) } catch { coordinator.noteFailure(error); throw error }
     }
+
+    /// The async ``read(_:)``, choosing where `body` runs from the recent reads of statement `sql` alone: the
+    /// adaptive mode keeps a running average per kind of read, and reads through ``read(_:)`` are all one kind. The
+    /// SQL drivers read through here, so a service's short lookups keep running in place while its scans go to the
+    /// readers' queues. `sql` only names the kind; `body` runs whatever it runs.
+    package func read<T: Sendable>(
+        timedAs sql: String, _ body: @escaping @Sendable (Connection) throws -> T
+    ) async throws -> T {
+        do {
+            return try await coordinator.read(timingKey: ReadTiming.key(of: sql), body)
+        } catch {
+            coordinator.noteFailure(error)
+            throw error
+        }
+    }
+
+    /// Which of the adaptive mode's averages the reads of `sql` use (tests choose statements that do not share one).
+    package static func readTimingSlot(of sql: String) -> Int { ReadTiming.slot(of: ReadTiming.key(of: sql)) }
 
     // MARK: - Writing
 

@@ -77,10 +77,10 @@ extension AccessCoordinator {
     }
 
     /// The async read transaction; see `readTransaction(_:)`. Inlined into its callers: one async frame less per
-    /// read.
+    /// read. A pool's reads through here are timed as kind 0 (see ``ReadTiming``).
     @inline(__always)
     func readTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        if maximumReaderCount > 0 { return try await read(body) }
+        if maximumReaderCount > 0 { return try await read(timingKey: 0, body) }
         return try await onWriter { db in try Self.readOnly(db, body) }
     }
 
