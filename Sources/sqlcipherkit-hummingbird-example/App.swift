@@ -11,7 +11,7 @@ import ServiceLifecycle
 /// A small notes service on an encrypted file: Hummingbird + SQLKit over a ``DatabaseService`` (graceful shutdown,
 /// health check, live key rotation). See Docs/Services.md.
 ///
-/// Usage: sqlcipherkit-hummingbird-example [--cache-size N] DATABASE KEY-FILE [PORT]
+/// Usage: sqlcipherkit-hummingbird-example [--cache-size N] [--cipher-page-size N] DATABASE KEY-FILE [PORT]
 ///        sqlcipherkit-hummingbird-example --plaintext [--cache-size N] DATABASE [PORT]
 ///   POST /notes        body = the note's text → the new note's id
 ///   GET  /notes/count  → the number of notes
@@ -22,16 +22,20 @@ import ServiceLifecycle
 /// For measuring what encryption costs (`.ci/bench-service`, Docs/Performance.md "Speed II"): `--plaintext` serves
 /// the same routes from a **plaintext** file through `DatabasePool.unencrypted` (no key file, no rotation, `/health`
 /// says so), and `--cache-size N` sets `PRAGMA cache_size = N` on every connection of the pool (N > 0: pages; N < 0:
-/// KiB), so fewer pages are read, decrypted and checked again.
+/// KiB), so fewer pages are read, decrypted and checked again. `--cipher-page-size N` creates (and opens) the
+/// encrypted file with `CipherSettings(pageSize: N)`: SQLCipher 3.4.1 makes 1 KiB pages by default, SQLCipher 4
+/// 4 KiB, and much of a page's decryption cost is per page, not per byte.
 @main
 struct HummingbirdExample {
-    static let usage = "usage: sqlcipherkit-hummingbird-example [--cache-size N] DATABASE KEY-FILE [PORT]\n"
+    static let usage = "usage: sqlcipherkit-hummingbird-example [--cache-size N] [--cipher-page-size N] DATABASE KEY-FILE"
+        + " [PORT]\n"
         + "       sqlcipherkit-hummingbird-example --plaintext [--cache-size N] DATABASE [PORT]"
 
     static func main() async throws {
         var arguments = Array(CommandLine.arguments.dropFirst())
         var isPlaintext = false
         var cacheSize: Int?
+        var cipherPageSize: Int?
         while let option = arguments.first, option.hasPrefix("--") {
             arguments.removeFirst()
             switch option {
@@ -44,6 +48,15 @@ struct HummingbirdExample {
                 }
                 arguments.removeFirst()
                 cacheSize = value
+            case "--cipher-page-size":
+                guard let text = arguments.first, let value = Int(text), value >= 512, value <= 65536,
+                    value & (value - 1) == 0
+                else {
+                    print("--cipher-page-size needs a power of two from 512 to 65536\n" + usage)
+                    exit(64)
+                }
+                arguments.removeFirst()
+                cipherPageSize = value
             default:
                 print("unknown option \(option)\n" + usage)
                 exit(64)
@@ -59,6 +72,13 @@ struct HummingbirdExample {
         logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
 
         var poolConfiguration = DatabasePool.Configuration()
+        if let cipherPageSize {
+            guard !isPlaintext else {
+                print("--cipher-page-size is for an encrypted file\n" + usage)
+                exit(64)
+            }
+            poolConfiguration.settings = CipherSettings(pageSize: cipherPageSize)
+        }
         if let cacheSize {
             poolConfiguration.openOptions.prepareConnection = { db in
                 try db.execute("PRAGMA cache_size = \(cacheSize)")
