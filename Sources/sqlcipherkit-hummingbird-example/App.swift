@@ -43,8 +43,7 @@ struct HummingbirdExample {
                 isPlaintext = true
             case "--cache-size":
                 guard let text = arguments.first, let value = Int(text), value != 0 else {
-                    print("--cache-size needs a non-zero number (pages, or KiB when negative)\n" + usage)
-                    exit(64)
+                    refuse("--cache-size needs a non-zero number (pages, or KiB when negative)")
                 }
                 arguments.removeFirst()
                 cacheSize = value
@@ -52,31 +51,35 @@ struct HummingbirdExample {
                 guard let text = arguments.first, let value = Int(text), value >= 512, value <= 65536,
                     value & (value - 1) == 0
                 else {
-                    print("--cipher-page-size needs a power of two from 512 to 65536\n" + usage)
-                    exit(64)
+                    refuse("--cipher-page-size needs a power of two from 512 to 65536")
                 }
                 arguments.removeFirst()
                 cipherPageSize = value
             default:
-                print("unknown option \(option)\n" + usage)
-                exit(64)
+                refuse("unknown option \(option)")
             }
         }
         let positionalCount = isPlaintext ? 1 : 2
-        guard arguments.count >= positionalCount else {
-            print(usage)
-            exit(64)
+        guard arguments.count >= positionalCount, arguments.count <= positionalCount + 1 else { refuse(nil) }
+        // An option after the file names would otherwise be taken for a port and dropped: options come first.
+        if let misplaced = arguments.first(where: { $0.hasPrefix("--") }) {
+            refuse("\(misplaced): options come before DATABASE")
         }
-        let port = arguments.count > positionalCount ? Int(arguments[positionalCount]) ?? 8080 : 8080
+        let port: Int
+        if arguments.count > positionalCount {
+            guard let value = Int(arguments[positionalCount]), (0...65535).contains(value) else {
+                refuse("PORT must be a number from 0 to 65535 (0: any free port)")
+            }
+            port = value
+        } else {
+            port = 8080
+        }
         var logger = Logger(label: "notes")
         logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
 
         var poolConfiguration = DatabasePool.Configuration()
         if let cipherPageSize {
-            guard !isPlaintext else {
-                print("--cipher-page-size is for an encrypted file\n" + usage)
-                exit(64)
-            }
+            guard !isPlaintext else { refuse("--cipher-page-size is for an encrypted file") }
             poolConfiguration.settings = CipherSettings(pageSize: cipherPageSize)
         }
         if let cacheSize {
@@ -118,6 +121,12 @@ struct HummingbirdExample {
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         if database == nil { pool.close() }
+    }
+
+    /// Prints `message` and the usage to standard error, and exits with 64 (a usage error).
+    static func refuse(_ message: String?) -> Never {
+        FileHandle.standardError.write(Data(((message.map { $0 + "\n" } ?? "") + usage + "\n").utf8))
+        exit(64)
     }
 
     static func router(sql: SQLCipherSQLDatabase, database: DatabaseService?) -> Router<BasicRequestContext> {

@@ -53,21 +53,30 @@ struct ExampleOptionsTests {
         #expect(!service.output.contains(Self.keyText))
     }
 
-    @Test("a page size that is not a power of two from 512 to 65536, or one for a plaintext file, is refused (exit 64)",
-          arguments: [["--cipher-page-size", "1000"], ["--cipher-page-size", "256"], ["--cipher-page-size"],
-                      ["--plaintext", "--cipher-page-size", "4096"]])
-    func cipherPageSizeMisuse(options: [String]) async throws {
+    @Test("misuse is refused with exit 64 and a message on standard error, before any file is made",
+          arguments: [
+              (["--cipher-page-size", "1000", "DB", "KEY", "0"], "--cipher-page-size needs a power of two"),
+              (["--cipher-page-size", "256", "DB", "KEY", "0"], "--cipher-page-size needs a power of two"),
+              (["--cipher-page-size", "DB", "KEY", "0"], "--cipher-page-size needs a power of two"),
+              (["--plaintext", "--cipher-page-size", "4096", "DB", "0"], "--cipher-page-size is for an encrypted file"),
+              // An option after the file names, which used to be taken for a port and dropped.
+              (["DB", "KEY", "--cipher-page-size"], "--cipher-page-size: options come before DATABASE"),
+              (["DB", "KEY", "eighty"], "PORT must be a number"),
+              (["DB", "KEY", "0", "--cipher-page-size", "4096"], "usage:"),
+          ])
+    func misuse(arguments: [String], refusal: String) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let keyFile = directory.path("notes.key")
         try writeKeyFile(Self.keyText, to: keyFile)
         let databasePath = directory.path("notes.db")
-        let positional = options.contains("--plaintext") ? [databasePath, "0"] : [databasePath, keyFile, "0"]
-        let service = try ServiceProcess(
-            "sqlcipherkit-hummingbird-example", arguments: options + positional, in: directory)
-        #expect(try await service.terminate() == 64, "service output:\n\(service.output)")
-        #expect(service.output.contains("--cipher-page-size"))
+        let resolved = arguments.map { $0 == "DB" ? databasePath : $0 == "KEY" ? keyFile : $0 }
+        let service = try ServiceProcess("sqlcipherkit-hummingbird-example", arguments: resolved, in: directory)
+        #expect(try await service.waitForExit() == 64, "service output:\n\(service.output)")
+        #expect(service.output.contains(refusal), "service output:\n\(service.output)")
+        #expect(service.output.contains("usage: sqlcipherkit-hummingbird-example"))
         #expect(!FileManager.default.fileExists(atPath: databasePath))
+        #expect(!service.output.contains(Self.keyText))
     }
 }
 #endif

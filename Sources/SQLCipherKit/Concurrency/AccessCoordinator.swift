@@ -686,8 +686,10 @@ final class AccessCoordinator: Sendable {
 /// A kind is a key the caller passes: the SQL drivers pass a key of the statement's text (``key(of:)``), so a service's point lookups keep
 /// running in place while its `count(*)` scans go to the queues. With one average for the whole pool, the scans
 /// pushed it over the limit and sent the lookups to the queues too. Reads through the pool's public `read` share
-/// key 0. Keys are spread over a fixed table of ``slotCount`` averages; two keys that land in one slot share it,
-/// which only makes their averages less exact.
+/// key 0. Keys are spread over a fixed table of ``slotCount`` averages; two kinds that land in one slot share one
+/// average, as the whole pool did before: a scan sharing a lookup's slot sends that lookup to the queues. A
+/// statement whose text changes from call to call (values written into it, `IN` lists of varying length) is a new
+/// kind each time, and runs in place whenever its slot's average is short.
 ///
 /// An average moves by 1/8 of the difference at each read; updates from two threads may race and lose one sample,
 /// which only makes it a little less exact (they are atomic, so there is no data race).
@@ -696,12 +698,14 @@ final class AccessCoordinator: Sendable {
 final class ReadTiming: @unchecked Sendable {
     /// Reads whose kind's recent average is under this run in place.
     static let inPlaceLimitNanoseconds = 100_000
-    /// How many averages the table holds (a power of two).
+    /// How many averages the table holds: a power of two (``slot(of:)`` keeps the top bits of a hash).
     static let slotCount = 64
+    private static let slotShift = UInt64(64 - slotCount.trailingZeroBitCount)
 
     private let slots: UnsafeMutablePointer<Atomic<Int>>
 
     init() {
+        precondition(Self.slotCount.nonzeroBitCount == 1, "slotCount must be a power of two")
         slots = .allocate(capacity: Self.slotCount)
         for index in 0..<Self.slotCount { (slots + index).initialize(to: Atomic(0)) }
     }
@@ -724,7 +728,7 @@ final class ReadTiming: @unchecked Sendable {
     /// The slot of `key`: the top bits of a multiplicative hash, so that nearby keys spread out.
     @inline(__always)
     static func slot(of key: Int) -> Int {
-        Int(truncatingIfNeeded: (UInt64(truncatingIfNeeded: key) &* 0x9E37_79B9_7F4A_7C15) >> 58)
+        Int(truncatingIfNeeded: (UInt64(truncatingIfNeeded: key) &* 0x9E37_79B9_7F4A_7C15) >> slotShift)
     }
 
     /// Whether reads of kind `key` have been short lately (also for a kind never seen: it runs in place once).

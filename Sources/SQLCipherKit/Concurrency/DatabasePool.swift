@@ -17,8 +17,8 @@ import Darwin
 /// - Reads run in a deferred transaction on a reader connection (`PRAGMA query_only`), so a read sees one snapshot
 ///   from start to end while the writer commits.
 /// - Async writes run SQLite on the writer's own dispatch queue, never on Swift's cooperative threads. Async reads
-///   run in place on the task's thread while the pool's reads are short, and on the reader's queue otherwise (see
-///   ``AsyncReadExecution``). A task cancelled while it waits for a connection stops waiting and throws
+///   run in place on the task's thread while recent reads of the same kind were short, and on the reader's queue
+///   otherwise (see ``AsyncReadExecution``). A task cancelled while it waits for a connection stops waiting and throws
 ///   `CancellationError`.
 /// - With a passphrase, the key is derived once (OpenSSL PBKDF2 with the engine's KDF settings and the file's salt)
 ///   and every connection opens with the derived raw key: an Nth connection costs about 1 ms instead of SQLCipher's
@@ -173,8 +173,8 @@ public final class DatabasePool: DatabaseWriter {
     /// Runs `body` in a read transaction on a reader connection, suspending while it waits for one.
     ///
     /// The closure runs on the task's own thread or on the reader's dispatch queue, as the configuration's
-    /// ``AsyncReadExecution`` says (by default: in place while the pool's reads through this method are short). A task cancelled before
-    /// the closure starts gets `CancellationError` and the closure does not run.
+    /// ``AsyncReadExecution`` says (by default: in place while the pool's recent reads through this method were
+    /// short). A task cancelled before the closure starts gets `CancellationError` and the closure does not run.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         do { return try await coordinator.readTransaction(body) } catch { coordinator.noteFailure(error); throw error }
     }

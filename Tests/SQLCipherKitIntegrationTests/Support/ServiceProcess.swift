@@ -47,6 +47,19 @@ final class ServiceProcess: @unchecked Sendable {
         throw ServiceProcessError("\(marker) never appeared; output:\n\(output)")
     }
 
+    /// Waits for a process that ends on its own (a refusal) without signalling it; `nil` when it exited on a
+    /// signal. At most 120 s, only to turn a hang into a failure (then it is killed and this throws).
+    func waitForExit() async throws -> Int32? {
+        for _ in 0..<1200 where process.isRunning {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        guard !process.isRunning else {
+            kill(process.processIdentifier, SIGKILL)
+            throw ServiceProcessError("the process did not exit on its own within 120 s; output:\n\(output)")
+        }
+        return process.terminationReason == .exit ? process.terminationStatus : nil
+    }
+
     /// Sends SIGTERM (graceful shutdown) and waits for the exit (at most 120 s).
     func terminate() async throws -> Int32 {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
