@@ -17,11 +17,8 @@ struct ExampleOptionsTests {
         let databasePath = directory.path("notes.db")
         let keyFile = directory.path("notes.key")
         try writeKeyFile(Self.keyText, to: keyFile)
-        let service = try ServiceProcess(
-            "sqlcipherkit-hummingbird-example", arguments: ["--cipher-page-size", "4096", databasePath, keyFile, "0"],
-            in: directory)
-        let listening = try await service.waitForOutput("listening on 127.0.0.1:")
-        let port = try #require(listening.split(separator: ":").last.flatMap { Int($0) })
+        let (service, port) = try await ServiceProcess.notesExample(
+            ["--cipher-page-size", "4096"], database: databasePath, keyFile: keyFile, in: directory)
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         let note = "a note kept on four-kilobyte pages"
         let posted = try await http(client, .POST, "http://127.0.0.1:\(port)/notes", body: note)

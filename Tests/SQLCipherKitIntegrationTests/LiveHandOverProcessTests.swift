@@ -83,9 +83,7 @@ struct LiveHandOverProcessTests {
         let databasePath = directory.path("notes.db")
         let keyFile = directory.path("notes.key")
         try writeKeyFile(Self.keyTexts[0], to: keyFile)
-        let service = try ServiceProcess(
-            "sqlcipherkit-hummingbird-example", arguments: [databasePath, keyFile, "0"], in: directory)
-        let port = try #require(try await service.waitForOutput("listening on 127.0.0.1:").split(separator: ":").last)
+        let (service, port) = try await ServiceProcess.notesExample(database: databasePath, keyFile: keyFile, in: directory)
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         let outcome = LoadOutcome(serviceCount: 1)
         let load = Self.load(client, bases: ["http://127.0.0.1:\(port)"], workers: 4, into: outcome)
@@ -119,14 +117,12 @@ struct LiveHandOverProcessTests {
         let databasePath = directory.path("notes.db")
         let keyFile = directory.path("notes.key")
         try writeKeyFile(Self.keyTexts[0], to: keyFile)
-        let first = try ServiceProcess(
-            "sqlcipherkit-hummingbird-example", arguments: [databasePath, keyFile, "0"], in: directory)
-        let firstPort = try #require(try await first.waitForOutput("listening on 127.0.0.1:").split(separator: ":").last)
+        let (first, firstPort) = try await ServiceProcess.notesExample(
+            database: databasePath, keyFile: keyFile, in: directory)
         let secondDirectory = try TemporaryDirectory()
         defer { secondDirectory.remove() }
-        let second = try ServiceProcess(
-            "sqlcipherkit-hummingbird-example", arguments: [databasePath, keyFile, "0"], in: secondDirectory)
-        let secondPort = try #require(try await second.waitForOutput("listening on 127.0.0.1:").split(separator: ":").last)
+        let (second, secondPort) = try await ServiceProcess.notesExample(
+            database: databasePath, keyFile: keyFile, in: secondDirectory)
         let bases = ["http://127.0.0.1:\(firstPort)", "http://127.0.0.1:\(secondPort)"]
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         let outcome = LoadOutcome(serviceCount: 2)

@@ -21,10 +21,7 @@ struct LiveRotationTests {
         let keyFile = directory.path("notes.key")
         try writeKeyFile(Self.oldKeyText, to: keyFile)
 
-        let service = try ServiceProcess(
-            "sqlcipherkit-hummingbird-example", arguments: [databasePath, keyFile, "0"], in: directory)
-        let listening = try await service.waitForOutput("listening on 127.0.0.1:")
-        let port = try #require(listening.split(separator: ":").last.flatMap { Int($0) })
+        let (service, port) = try await ServiceProcess.notesExample(database: databasePath, keyFile: keyFile, in: directory)
         let base = "http://127.0.0.1:\(port)"
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
 

@@ -37,6 +37,20 @@ final class ServiceProcess: @unchecked Sendable {
 
     var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
 
+    /// The Hummingbird notes example on `databasePath` with the key in `keyFile`, on a free port, once it listens:
+    /// the process and its port. `options` go before the file names.
+    static func notesExample(
+        _ options: [String] = [], database databasePath: String, keyFile: String, in directory: TemporaryDirectory
+    ) async throws -> (ServiceProcess, port: Int) {
+        let service = try ServiceProcess(
+            "sqlcipherkit-hummingbird-example", arguments: options + [databasePath, keyFile, "0"], in: directory)
+        let listening = try await service.waitForOutput("listening on 127.0.0.1:")
+        guard let port = listening.split(separator: ":").last.flatMap({ Int($0) }) else {
+            throw ServiceProcessError("no port in \(listening)")
+        }
+        return (service, port)
+    }
+
     /// Waits for a line that matches `marker` (at most 120 s: only to turn a hang into a failure).
     func waitForOutput(_ marker: String) async throws -> String {
         for _ in 0..<1200 {
