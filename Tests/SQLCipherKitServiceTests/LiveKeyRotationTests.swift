@@ -5,6 +5,7 @@ import Logging
 import SQLCipherKit
 import SQLCipherKitLiveRotation
 import SQLCipherKitTestSupport
+import Synchronization
 import Testing
 
 /// `LiveKeyRotation` on its own, as a Vapor app or a plain program uses it: no `DatabaseService`, no
@@ -80,13 +81,21 @@ struct LiveKeyRotationTests {
         let rotation = try LiveKeyRotation(path: path, keyFile: keyFile, configuration: configuration)
         defer { rotation.pool.close() }
         let ended = DispatchSemaphore(value: 0)
+        // What the watch did, for the message of a rare failure under stress-ng: whether its task started, and how
+        // many checks its loop began (`run()` is `run(every: checkInterval, onEachCheck: {})`).
+        let watchStarted = Atomic<Bool>(false)
+        let checksBegun = Atomic<Int>(0)
+        let interval = configuration.checkInterval
         let watcher = Task {
-            await rotation.run()
+            watchStarted.store(true, ordering: .relaxed)
+            await rotation.run(every: interval) { checksBegun.add(1, ordering: .relaxed) }
             ended.signal()
         }
 
         try writeKeyFile(Setup.keyTexts[2], to: rotation.pendingKeyFile)
+        let checksBeforeKey = checksBegun.load(ordering: .relaxed)
         let rotatedByWatch = await awaitSignal(rotated)
+        let checksUntilGivenUp = checksBegun.load(ordering: .relaxed)
         if !rotatedByWatch {
             // What is needed to name the cause of a rare failure under stress-ng (the log was empty each time): does a
             // check made directly rotate now (then the watch was not checking), or does it find the turn or a check
@@ -99,8 +108,10 @@ struct LiveKeyRotationTests {
             }
             let pendingStays = FileManager.default.fileExists(atPath: rotation.pendingKeyFile)
             let message: String = "the running watch did not rotate the pending key in; pending file still there: "
-                + "\(pendingStays); a direct checkNow() then \(direct); the watch task cancelled: "
-                + "\(watcher.isCancelled); its log: \(log.text)"
+                + "\(pendingStays); a direct checkNow() then \(direct); the watch task started: "
+                + "\(watchStarted.load(ordering: .relaxed)), cancelled: \(watcher.isCancelled); checks its loop began: "
+                + "\(checksBeforeKey) before the key was written, \(checksUntilGivenUp) when the wait gave up; "
+                + "its log: \(log.text)"
             Issue.record(Comment(rawValue: message))
         }
         #expect(Setup.text(keyFile) == Setup.keyTexts[2] + "\n")
