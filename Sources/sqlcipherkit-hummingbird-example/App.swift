@@ -27,8 +27,8 @@ import ServiceLifecycle
 /// 4 KiB, and much of a page's decryption cost is per page, not per byte.
 @main
 struct HummingbirdExample {
-    static let usage = "usage: sqlcipherkit-hummingbird-example [--cache-size N] [--cipher-page-size N] DATABASE KEY-FILE"
-        + " [PORT]\n"
+    static let usage = "usage: sqlcipherkit-hummingbird-example [--cache-size N] [--cipher-page-size N]"
+        + " DATABASE KEY-FILE [PORT]\n"
         + "       sqlcipherkit-hummingbird-example --plaintext [--cache-size N] DATABASE [PORT]"
 
     static func main() async throws {

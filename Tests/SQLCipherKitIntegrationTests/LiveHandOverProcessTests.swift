@@ -83,7 +83,8 @@ struct LiveHandOverProcessTests {
         let databasePath = directory.path("notes.db")
         let keyFile = directory.path("notes.key")
         try writeKeyFile(Self.keyTexts[0], to: keyFile)
-        let (service, port) = try await ServiceProcess.notesExample(database: databasePath, keyFile: keyFile, in: directory)
+        let (service, port) = try await ServiceProcess.notesExample(
+            database: databasePath, keyFile: keyFile, in: directory)
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         let outcome = LoadOutcome(serviceCount: 1)
         let load = Self.load(client, bases: ["http://127.0.0.1:\(port)"], workers: 4, into: outcome)

@@ -21,7 +21,8 @@ struct LiveRotationTests {
         let keyFile = directory.path("notes.key")
         try writeKeyFile(Self.oldKeyText, to: keyFile)
 
-        let (service, port) = try await ServiceProcess.notesExample(database: databasePath, keyFile: keyFile, in: directory)
+        let (service, port) = try await ServiceProcess.notesExample(
+            database: databasePath, keyFile: keyFile, in: directory)
         let base = "http://127.0.0.1:\(port)"
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
 

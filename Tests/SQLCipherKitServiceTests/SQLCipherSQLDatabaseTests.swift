@@ -127,7 +127,9 @@ struct SQLCipherSQLDatabaseTests {
             path: directory.path("timing.db"), keyProvider: .fixed(TestKeys.raw), configuration: configuration)
         defer { pool.close() }
         let sql = SQLCipherSQLDatabase(pool: pool)
-        let slow = { (milliseconds: Int) -> SQLQueryString in "SELECT pause(\(bind: milliseconds)) AS p, in_place() AS q" }
+        let slow = { (milliseconds: Int) -> SQLQueryString in
+            "SELECT pause(\(bind: milliseconds)) AS p, in_place() AS q"
+        }
         let lookup: SQLQueryString = "SELECT in_place() AS q"
         // The texts the driver times them by, from its own serializer, must not share an average.
         let slowText = sql.serialize(slow(0)).sql

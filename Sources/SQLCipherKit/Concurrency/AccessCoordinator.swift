@@ -481,9 +481,9 @@ final class AccessCoordinator: Sendable {
 
     /// Runs `body` in a read transaction on a reader: in place on the task's thread while the pool's reads of kind
     /// `timingKey` are short (see ``DatabasePool/AsyncReadExecution`` and ``ReadTiming``), on the reader's queue
-    /// otherwise. In place, the transaction starts
-    /// and ends through ``readLockGate``: those reads run on Swift's cooperative threads, as many as there are CPUs,
-    /// and would otherwise meet in the engine's WAL lock mutex (see ``ReadLockGate``).
+    /// otherwise. In place, the transaction starts and ends through ``readLockGate``: those reads run on Swift's
+    /// cooperative threads, as many as there are CPUs, and would otherwise meet in the engine's WAL lock mutex (see
+    /// ``ReadLockGate``).
     @inline(__always)
     func read<T: Sendable>(
         timingKey: Int, _ body: @escaping @Sendable (Connection) throws -> T
@@ -683,8 +683,8 @@ final class AccessCoordinator: Sendable {
 /// microseconds then costs no thread hand-off, and a kind of read that takes long (a scan, a report, a wait for a
 /// lock) goes back to the readers' queues, so it does not hold Swift's cooperative threads.
 ///
-/// A kind is a key the caller passes: the SQL drivers pass a key of the statement's text (``key(of:)``), so a service's point lookups keep
-/// running in place while its `count(*)` scans go to the queues. With one average for the whole pool, the scans
+/// A kind is a key the caller passes: the SQL drivers pass a key of the statement's text (``key(of:)``), so a
+/// service's point lookups keep running in place while its `count(*)` scans go to the queues. With one average for the whole pool, the scans
 /// pushed it over the limit and sent the lookups to the queues too. Reads through the pool's public `read` share
 /// key 0. Keys are spread over a fixed table of ``slotCount`` averages; two kinds that land in one slot share one
 /// average, as the whole pool did before: a scan sharing a lookup's slot sends that lookup to the queues. A
