@@ -53,38 +53,35 @@ final class ServiceProcess: @unchecked Sendable {
 
     /// Waits for a line that matches `marker` (at most 120 s: only to turn a hang into a failure).
     func waitForOutput(_ marker: String) async throws -> String {
-        for _ in 0..<1200 {
-            if let line = output.split(separator: "\n").first(where: { $0.contains(marker) }) { return String(line) }
-            guard process.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(100))
+        var line: Substring?
+        _ = await suspendingWait {
+            line = output.split(separator: "\n").first { $0.contains(marker) }
+            return line != nil || !process.isRunning
         }
-        throw ServiceProcessError("\(marker) never appeared; output:\n\(output)")
+        guard let line else { throw ServiceProcessError("\(marker) never appeared; output:\n\(output)") }
+        return String(line)
     }
 
     /// Waits for a process that ends on its own (a refusal) without signalling it; `nil` when it exited on a
     /// signal. At most 120 s, only to turn a hang into a failure (then it is killed and this throws).
     func waitForExit() async throws -> Int32? {
-        for _ in 0..<1200 where process.isRunning {
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        guard !process.isRunning else {
-            kill(process.processIdentifier, SIGKILL)
-            throw ServiceProcessError("the process did not exit on its own within 120 s; output:\n\(output)")
-        }
+        try await exited(orKilledWith: "the process did not exit on its own within 120 s; output:\n\(output)")
         return process.terminationReason == .exit ? process.terminationStatus : nil
     }
 
     /// Sends SIGTERM (graceful shutdown) and waits for the exit (at most 120 s).
     func terminate() async throws -> Int32 {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        for _ in 0..<1200 where process.isRunning {
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        guard !process.isRunning else {
-            kill(process.processIdentifier, SIGKILL)
-            throw ServiceProcessError("the service did not stop within 120 s of SIGTERM")
-        }
+        try await exited(orKilledWith: "the service did not stop within 120 s of SIGTERM")
         return process.terminationStatus
+    }
+
+    /// Suspends until the process has exited (``suspendingWait(within:_:)``, 120 s); a hang is killed and becomes
+    /// `message`.
+    private func exited(orKilledWith message: @autoclosure () -> String) async throws {
+        if await suspendingWait({ !process.isRunning }) { return }
+        kill(process.processIdentifier, SIGKILL)
+        throw ServiceProcessError(message())
     }
 
     deinit {
