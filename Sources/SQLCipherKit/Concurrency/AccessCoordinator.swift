@@ -68,6 +68,8 @@ final class AccessCoordinator: Sendable {
     let readTiming = ReadTiming()
     /// Where the async reads that run in place take turns to start and end their read transactions.
     let readLockGate = ReadLockGate()
+    /// Keeps the readers' WAL read lock taken between their reads (pool only; `nil` when turned off).
+    let readLockHolder: ReadLockHolder?
     private let state: Locked<State>
     /// The free readers (pool only).
     private let parking: ReaderParking
@@ -93,9 +95,11 @@ final class AccessCoordinator: Sendable {
 
     init(
         factory: ConnectionFactory, writer: Connection, maximumReaderCount: Int, label: String,
-        asyncReadExecution: DatabasePool.AsyncReadExecution = .adaptive
+        asyncReadExecution: DatabasePool.AsyncReadExecution = .adaptive, holdsReadLockBetweenReads: Bool = false
     ) {
         self.factory = factory
+        self.readLockHolder =
+            holdsReadLockBetweenReads && maximumReaderCount > 0 ? ReadLockHolder(factory: factory, label: label) : nil
         self.maximumReaderCount = maximumReaderCount
         self.asyncReadExecution = asyncReadExecution
         self.label = label
@@ -209,6 +213,8 @@ final class AccessCoordinator: Sendable {
     func onWriter<T>(_ body: (Connection) throws -> T) throws -> T {
         try enter()
         defer { exit() }
+        readLockHolder?.suspend()
+        defer { readLockHolder?.resume() }
         return try writer.sync { db in try db.runLent(.writerClosure) { try body(db) } }
     }
 
@@ -216,6 +222,8 @@ final class AccessCoordinator: Sendable {
     func onWriter<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await enter()
         defer { exit() }
+        readLockHolder?.suspend()
+        defer { readLockHolder?.resume() }
         return try await writer.async { db in try db.runLent(.writerClosure) { try body(db) } }
     }
 
@@ -472,18 +480,20 @@ final class AccessCoordinator: Sendable {
         try refuseReentrance()
         if let reader = enterForReadingFast() {
             defer { exitReadingFast(reader) }
+            readLockHolder?.noteRead()
             return try reader.withExclusiveAccess { db in try db.transaction(.deferred) { try body(db) } }
         }
         let reader = try enterForReading()
         defer { exitReading(reader) }
+        readLockHolder?.noteRead()
         return try reader.withExclusiveAccess { db in try db.transaction(.deferred) { try body(db) } }
     }
 
     /// Runs `body` in a read transaction on a reader: in place on the task's thread while the pool's reads of kind
     /// `timingKey` are short (see ``DatabasePool/AsyncReadExecution`` and ``ReadTiming``), on the reader's queue
-    /// otherwise. In place, the transaction starts and ends through ``readLockGate``: those reads run on Swift's
-    /// cooperative threads, as many as there are CPUs, and would otherwise meet in the engine's WAL lock mutex (see
-    /// ``ReadLockGate``).
+    /// otherwise. In place, unless ``readLockHolder`` holds the WAL read lock, the transaction starts and ends
+    /// through ``readLockGate``: those reads run on Swift's cooperative threads, as many as there are CPUs, and would
+    /// otherwise meet in the engine's WAL lock mutex (see ``ReadLockGate``).
     @inline(__always)
     func read<T: Sendable>(
         timingKey: Int, _ body: @escaping @Sendable (Connection) throws -> T
@@ -506,12 +516,19 @@ final class AccessCoordinator: Sendable {
             isFast = false
         }
         defer { if isFast { exitReadingFast(reader) } else { exitReading(reader) } }
+        readLockHolder?.noteRead()
         let timing = readTiming
         if asyncReadExecution == .adaptive && timing.isShort(timingKey) {
             // Same contract as the queue: a task cancelled before the closure starts does not run it.
             if Task.isCancelled { throw CancellationError() }
+            // While the holder holds the WAL read lock, starting and ending a read makes no system call inside the
+            // engine's mutex, so the reads need not take turns at the gate.
+            let takesTurns = readLockHolder?.isHeld != true
             return try timing.measure(timingKey) {
-                try reader.withExclusiveAccess { db in try readLockGate.readTransaction(db, body) }
+                try reader.withExclusiveAccess { db in
+                    takesTurns
+                        ? try readLockGate.readTransaction(db, body) : try db.transaction(.deferred) { try body(db) }
+                }
             }
         }
         return try await reader.async { db in
@@ -538,7 +555,12 @@ final class AccessCoordinator: Sendable {
             return true
         }
         if mustWait { try waiter.wait() }
+        // The holder is a reader too: given back, and its connection (opened with the key that is about to change)
+        // closed.
+        readLockHolder?.suspend()
+        readLockHolder?.discard()
         defer {
+            readLockHolder?.resume()
             state.withLock { state in
                 state.isBarrierUp = false
                 fastReads.bitwiseAnd(~Self.blockedFlag, ordering: .sequentiallyConsistent)
@@ -628,6 +650,7 @@ final class AccessCoordinator: Sendable {
     /// Refuses new work, fails waiting callers, waits for the work in flight (unless called from inside it), then
     /// closes every connection.
     func close() {
+        readLockHolder?.close()
         let inside = RunningOwner.isRunning(owner)
         let waiter = Waiter<Void>(synchronous: true)
         let (mustWait, toClose): (Bool, [SerializedConnection]) = state.withLock { state in

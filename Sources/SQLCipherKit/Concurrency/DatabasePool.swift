@@ -46,15 +46,28 @@ public final class DatabasePool: DatabaseWriter {
         public var openOptions: OpenOptions
         /// Where the closures of a pool's async reads run. ``DatabasePool/AsyncReadExecution/adaptive`` by default.
         public var asyncReadExecution: AsyncReadExecution
+        /// Whether the pool keeps the WAL read lock taken in this process while its reads come one after another
+        /// (`true` by default): one read transaction, on a connection of its own, for at most 10 ms at a time.
+        ///
+        /// Without it, SQLite takes and gives back the lock with a system call at every read that finds no other read
+        /// of the process running, which costs more than a point lookup itself. Reads see exactly what they see
+        /// without it. The held transaction is given back before every access to the pool's writer, so the pool's own
+        /// writes and checkpoints never wait for it; a truncating checkpoint on another connection, or another
+        /// process that needs the file to itself, may wait up to 10 ms longer (set a busy timeout there). The pool
+        /// opens one more connection for it, at its second read. Turn it off for a pool that only ever runs one read
+        /// at a time and must leave the file unlocked between reads.
+        public var holdsReadLockBetweenReads: Bool
 
         /// Creates a configuration.
         public init(maximumReaderCount: Int = 4, settings: CipherSettings = .engineDefault,
                     openOptions: OpenOptions = OpenOptions(),
-                    asyncReadExecution: AsyncReadExecution = .adaptive) {
+                    asyncReadExecution: AsyncReadExecution = .adaptive,
+                    holdsReadLockBetweenReads: Bool = true) {
             self.maximumReaderCount = maximumReaderCount
             self.settings = settings
             self.openOptions = openOptions
             self.asyncReadExecution = asyncReadExecution
+            self.holdsReadLockBetweenReads = holdsReadLockBetweenReads
         }
     }
 
@@ -127,7 +140,8 @@ public final class DatabasePool: DatabaseWriter {
         self.path = path
         self.coordinator = AccessCoordinator(
             factory: factory, writer: writer, maximumReaderCount: configuration.maximumReaderCount,
-            label: "DatabasePool(\(path))", asyncReadExecution: configuration.asyncReadExecution)
+            label: "DatabasePool(\(path))", asyncReadExecution: configuration.asyncReadExecution,
+            holdsReadLockBetweenReads: configuration.holdsReadLockBetweenReads)
         options.logger?.info("database pool opened", metadata: [
             "path": "\(path)", "encrypted": "\(keyProvider != nil)", "readers": "\(configuration.maximumReaderCount)",
         ])
@@ -284,4 +298,18 @@ public final class DatabasePool: DatabaseWriter {
 
     /// How many reads wait for a free reader now.
     package var readerWaiterCount: Int { coordinator.readerWaiterCount }
+
+    /// Whether the pool holds the WAL read lock between its reads now (see
+    /// ``Configuration/holdsReadLockBetweenReads``).
+    package var isHoldingReadLock: Bool { coordinator.readLockHolder?.isHeld ?? false }
+
+    /// Sets how long the holds of the read lock taken from now on last (tests: a long one, so that what they check
+    /// while it is held does not race its timer).
+    package func setReadLockHoldLimit(_ limit: Duration) { coordinator.readLockHolder?.setHoldLimit(limit) }
+
+    /// Sets the function told each time the pool gives back the read lock it held between reads (tests wait for it
+    /// instead of sleeping).
+    package func observeReadLockReleases(_ observer: (@Sendable () -> Void)?) {
+        coordinator.readLockHolder?.observeReleases(observer)
+    }
 }

@@ -20,6 +20,10 @@ import Darwin
 /// microsecond the other needs instead of sleeping. The closure itself runs outside the gate, in parallel with the
 /// others.
 ///
+/// While the pool's ``ReadLockHolder`` holds the read lock, the count never reaches 0, the engine makes no system
+/// call there, and the reads skip the gate: it serves the reads that come while the hold is not taken (around the
+/// pool's writes, or with ``DatabasePool/Configuration/holdsReadLockBetweenReads`` off).
+///
 /// It cannot deadlock: while it holds the gate, a read only starts or ends its read transaction, and neither waits
 /// for another reader (readers take the WAL read locks shared; the exclusive attempts are non-blocking tries). What
 /// they may wait for is the writer or a checkpoint, which never takes the gate.
