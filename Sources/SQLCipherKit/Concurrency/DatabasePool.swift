@@ -20,6 +20,10 @@ import Darwin
 ///   run in place on the task's thread while recent reads of the same kind were short, and on the reader's queue
 ///   otherwise (see ``AsyncReadExecution``). A task cancelled while it waits for a connection stops waiting and throws
 ///   `CancellationError`.
+/// - While reads come one after another, the pool keeps the WAL read lock taken between them, on a connection of its
+///   own, for at most 10 ms at a time and never while its writer works (see
+///   ``Configuration/holdsReadLockBetweenReads``): without it, SQLite takes and gives back the lock with a system
+///   call at most reads of two threads.
 /// - With a passphrase, the key is derived once (OpenSSL PBKDF2 with the engine's KDF settings and the file's salt)
 ///   and every connection opens with the derived raw key: an Nth connection costs about 1 ms instead of SQLCipher's
 ///   25–85 ms of key derivation.
