@@ -68,7 +68,7 @@ struct PoolReadLockHolderTests {
         #expect(pool.isHoldingReadLock)
     }
 
-    @Test("the pool's own writer never finds it: a write or a truncating checkpoint through the pool gives it back first")
+    @Test("the pool's own writer never finds it: a write or a truncating checkpoint through the pool gives it back")
     func writerGivesItBack() async throws {
         let dir = try TemporaryDirectory()
         let pool = try Self.makePool(dir)
@@ -133,7 +133,9 @@ struct PoolReadLockHolderTests {
     }
 
     @Test("another process's truncating checkpoint completes while the pool keeps reading: the hold ends by itself",
-          .enabled(if: PeerProcess.isAvailable, "needs python3 with sqlcipher3 (pip install sqlcipher3==0.6.4), as .ci/test installs"))
+          .enabled(
+            if: PeerProcess.isAvailable,
+            "needs python3 with sqlcipher3 (pip install sqlcipher3==0.6.4), as .ci/test installs"))
     func otherProcessCheckpoints() throws {
         let dir = try TemporaryDirectory()
         let pool = try Self.makePool(dir)
@@ -210,6 +212,42 @@ struct PoolReadLockHolderTests {
         }
     }
 
+    @Test("the holder's key fails: reads go on without the hold and do not ask again; a reopen brings it back")
+    func holderOpenFails() throws {
+        struct ProviderFailure: Error {}
+        let dir = try TemporaryDirectory()
+        let calls = Locked(0)
+        // Asked by the writer (1), the first reader (2), then the holder (3): that one fails.
+        let provider = KeyProvider.custom {
+            let call = calls.withLock { calls in
+                calls += 1
+                return calls
+            }
+            if call == 3 { throw ProviderFailure() }
+            return TestKeys.raw
+        }
+        let pool = try DatabasePool(
+            path: dir.path("held.db"), keyProvider: provider, configuration: .init(maximumReaderCount: 1))
+        defer { pool.close() }
+        pool.setReadLockHoldLimit(.seconds(3600))
+        try pool.write { db in
+            try db.execute("CREATE TABLE t(x INTEGER)")
+            try db.execute("INSERT INTO t VALUES (1), (2), (3)")
+        }
+        for _ in 0..<10 { #expect(try Self.count(pool) == 3) }
+        #expect(!pool.isHoldingReadLock)
+        #expect(calls.withLock { $0 } == 3, "the provider is asked once by the holder, not at every other read")
+        // Another connection's truncating checkpoint finds no reader in the way.
+        let other = try Self.other(dir)
+        _ = try other.checkpoint(.truncate)
+        other.close()
+        #expect(Self.walSize(dir) == 0)
+
+        try pool.reopen(keyProvider: .fixed(TestKeys.raw))
+        for _ in 0..<2 { #expect(try Self.count(pool) == 3) }
+        #expect(pool.isHoldingReadLock)
+    }
+
     @Test("turned off, or reading once between writes, the pool holds nothing between reads")
     func notHeld() throws {
         let dir = try TemporaryDirectory()
@@ -228,7 +266,7 @@ struct PoolReadLockHolderTests {
         for value in 0..<5 {
             #expect(try Self.count(pool) == 3 + value)
             try pool.write { db in try db.execute("INSERT INTO t VALUES (?)", value) }
-            #expect(!pool.isHoldingReadLock, "a read after each write is always the first since the hold was given back")
+            #expect(!pool.isHoldingReadLock, "a read after each write is the first since the hold was given back")
         }
     }
 

@@ -9,8 +9,8 @@ import Synchronization
 /// turn keep it above 0 between them, so the engine almost never calls `fcntl` for them; two threads (the width of
 /// Swift's cooperative pool on two CPUs) leave it at 0 between reads, and then every read takes and gives back the
 /// lock with a system call under that mutex. Measured on SQLCipher 4.19, 40,000 point lookups on two threads made
-/// about 35,000 `fcntl` calls; with one read transaction held beside them, none, and the two threads then needed half
-/// the CPU time of four threads without it (Docs/Performance.md has the figures).
+/// 35,000–46,000 `fcntl` calls; with one read transaction held beside them, none, and the two threads then needed
+/// half the CPU time of four threads without it (Docs/Performance.md has the figures).
 ///
 /// The holder is a reader like any other, so what every reader sees is unchanged: each read still starts its own
 /// snapshot, of the newest commit. It shares the readers' lock only while its snapshot is the newest one: a read
@@ -26,9 +26,9 @@ import Synchronization
 /// - when the pool closes, rekeys or reopens.
 ///
 /// It is taken by the second read after it was given back, on that read's thread, by one read at a time (the
-/// others do not wait); a pool that reads once now and then never takes it. A failure to open its connection or to
-/// start its transaction only means that reads go on without it, until the next rekey or reopen: the read's own
-/// connection reports any real problem.
+/// others do not wait); a pool that reads once now and then never takes it. A failure only means that reads go on
+/// without it (the reads' own connections report any real problem): a failure to open its connection until the next
+/// rekey or reopen, a failure to start its transaction until the next writer access.
 final class ReadLockHolder: Sendable {
     /// The longest a hold lasts before it is given back: long enough that taking it again costs a few microseconds
     /// in ten milliseconds of reads, short enough that another process's checkpoint hardly notices it.
@@ -54,9 +54,14 @@ final class ReadLockHolder: Sendable {
         var isHeld = false
         /// Counts the holds, so a timer set for an earlier one does not end a later one early.
         var generation = 0
-        /// Opening or starting failed: not tried again until ``discard()`` (nor counted: the count is set far below
-        /// zero).
-        var hasFailed = false
+        /// Opening its connection failed (the key provider's error, a key that no longer opens the file): not tried
+        /// again until ``discard()`` (a rekey or reopen), so the key provider is not asked at every other read.
+        var openFailed = false
+        /// Starting its read transaction failed (the WAL busy while another process recovers it, say): not tried again
+        /// until the next writer access or ``discard()``.
+        var startFailed = false
+        /// While either is set, reads are not counted (the count is set far below zero).
+        var hasFailed: Bool { openFailed || startFailed }
         var isClosed = false
         /// Told each time a hold is given back (tests wait for it instead of sleeping).
         var onRelease: (@Sendable () -> Void)?
@@ -92,17 +97,22 @@ final class ReadLockHolder: Sendable {
                   suspensions.load(ordering: .sequentiallyConsistent) == 0
             else { return nil }
             do {
-                let connection = try state.connection ?? factory.open(readOnly: true)
-                state.connection = connection
-                try connection.beginTransaction(.deferred)
-                do { try connection.startRead() } catch {
-                    try? connection.rollback()
+                if state.connection == nil {
+                    do { state.connection = try factory.open(readOnly: true) } catch {
+                        state.openFailed = true
+                        throw error
+                    }
+                }
+                let connection = state.connection!
+                do {
+                    try connection.beginTransaction(.deferred)
+                    try connection.startRead()
+                } catch {
+                    if connection.isInsideTransaction { try? connection.rollback() }
+                    state.startFailed = true
                     throw error
                 }
             } catch {
-                state.connection?.close()
-                state.connection = nil
-                state.hasFailed = true
                 readsSinceRelease.store(Int.min / 2, ordering: .relaxed)
                 factory.options.logger?.debug(
                     "reads go on without holding the WAL read lock between them", metadata: ["error": "\(error)"])
@@ -146,7 +156,7 @@ final class ReadLockHolder: Sendable {
     /// from zero again, so a pool that reads once after each write never takes the hold.
     func suspend() {
         suspensions.wrappingAdd(1, ordering: .sequentiallyConsistent)
-        giveBack()
+        giveBack { state in state.startFailed = false }
     }
 
     func resume() {
@@ -159,7 +169,8 @@ final class ReadLockHolder: Sendable {
         giveBack { state in
             state.connection?.close()
             state.connection = nil
-            state.hasFailed = false
+            state.openFailed = false
+            state.startFailed = false
         }
     }
 
