@@ -94,7 +94,14 @@ struct LiveKeyRotationTests {
 
         try writeKeyFile(Setup.keyTexts[2], to: rotation.pendingKeyFile)
         let checksBeforeKey = checksBegun.load(ordering: .relaxed)
-        let rotatedByWatch = await awaitSignal(rotated)
+        // A longer hang limit than the usual 120 s. Three failures (SQLCipher 4 legs under load, one of them a
+        // clean-clone CI run beside a build) all said: the watch task had started, its loop had not begun a single
+        // check, and a direct check made right after the wait rotated at once. The loop's first step is a 10 ms
+        // `Task.sleep`: its resumption had not run within 120 s. It needs one of Swift's cooperative threads (two
+        // here), which the synchronous tests running beside this one block while they wait for processes and
+        // semaphores; the runtime's timer path is the other suspect. The limit only turns a hang into a failure: a
+        // watch that never checks still fails here, with the same message.
+        let rotatedByWatch = await awaitSignal(rotated, within: .seconds(600))
         let checksUntilGivenUp = checksBegun.load(ordering: .relaxed)
         if !rotatedByWatch {
             // What is needed to name the cause of a rare failure under stress-ng (the log was empty each time): does a
