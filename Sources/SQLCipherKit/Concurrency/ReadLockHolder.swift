@@ -37,7 +37,7 @@ final class ReadLockHolder: Sendable {
     private let factory: ConnectionFactory
     private let timers: DispatchQueue
     private let state = Locked(State())
-    /// Whether the read transaction is open: read without the mutex at every read, one load.
+    /// Whether the read transaction is open: written with the mutex held, read without it at every read (one load).
     private let held = Atomic<Bool>(false)
     /// Writer accesses and barriers under way: no hold is taken meanwhile.
     private let suspensions = Atomic<Int>(0)
@@ -51,7 +51,6 @@ final class ReadLockHolder: Sendable {
     private struct State {
         /// The holder's connection (its own, read-only); used only with the mutex held.
         var connection: Connection?
-        var isHeld = false
         /// Counts the holds, so a timer set for an earlier one does not end a later one early.
         var generation = 0
         /// Opening its connection failed (the key provider's error, a key that no longer opens the file): not tried
@@ -93,7 +92,7 @@ final class ReadLockHolder: Sendable {
         let generation: Int? = state.withLock { state in
             // Checked again with the mutex held: ``suspend()`` counts itself, then takes the mutex, so a hold taken
             // before that is given back there, and none is taken after.
-            guard !state.isHeld, !state.isClosed, !state.hasFailed,
+            guard !held.load(ordering: .sequentiallyConsistent), !state.isClosed, !state.hasFailed,
                   suspensions.load(ordering: .sequentiallyConsistent) == 0
             else { return nil }
             do {
@@ -113,12 +112,11 @@ final class ReadLockHolder: Sendable {
                     throw error
                 }
             } catch {
-                readsSinceRelease.store(Int.min / 2, ordering: .relaxed)
+                recount(state)
                 factory.options.logger?.debug(
                     "reads go on without holding the WAL read lock between them", metadata: ["error": "\(error)"])
                 return nil
             }
-            state.isHeld = true
             state.generation += 1
             held.store(true, ordering: .sequentiallyConsistent)
             return state.generation
@@ -134,8 +132,7 @@ final class ReadLockHolder: Sendable {
     private func giveBack(generation: Int? = nil, then change: (inout State) -> Void = { _ in }) {
         let observer = state.withLock { state -> (@Sendable () -> Void)? in
             var observer: (@Sendable () -> Void)?
-            if state.isHeld && (generation == nil || generation == state.generation) {
-                state.isHeld = false
+            if held.load(ordering: .sequentiallyConsistent) && (generation == nil || generation == state.generation) {
                 held.store(false, ordering: .sequentiallyConsistent)
                 do { try state.connection?.commit() } catch {
                     // A read transaction's COMMIT only gives the lock back; should it fail, closing does.
@@ -145,11 +142,15 @@ final class ReadLockHolder: Sendable {
                 observer = state.onRelease
             }
             change(&state)
-            // Counted from zero again; never again once closed or failed.
-            readsSinceRelease.store(state.isClosed || state.hasFailed ? Int.min / 2 : 0, ordering: .relaxed)
+            recount(state)
             return observer
         }
         observer?()
+    }
+
+    /// Starts the count of reads again from zero, or, once closed or failed, far below zero so it never reaches 2.
+    private func recount(_ state: State) {
+        readsSinceRelease.store(state.isClosed || state.hasFailed ? Int.min / 2 : 0, ordering: .relaxed)
     }
 
     /// Gives the hold back and takes none until ``resume()``: before the writer is used. The reads after it count
